@@ -1,0 +1,9 @@
+# The plugstack.conf snippet an admin drops into plugstack.conf.d/.
+pkgdata_DATA = contrib/slurm/ringpoint.conf
+CLEANFILES += contrib/slurm/ringpoint.conf
+EXTRA_DIST += contrib/slurm/ringpoint.conf.in
+
+contrib/slurm/ringpoint.conf: $(srcdir)/contrib/slurm/ringpoint.conf.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) contrib/slurm && \
+	sed -e 's|@plugindir[@]|$(SLURM_PLUGINDIR)|g' \
+	    $(srcdir)/contrib/slurm/ringpoint.conf.in > $@.tmp && mv $@.tmp $@

@@ -1,0 +1,80 @@
+/*
+ * Chooses the bootstrap implementation and owns the object's lifetime.
+ */
+#include "config.h"
+
+#include "bootstrap/bootstrap.h"
+#include "util/log.h"
+#include "util/str.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void rp__bootstrap_default_node_name(char *buf, size_t len)
+{
+    /* Under Slurm several slurmd may run on one host (and they do in the
+     * test cluster): the node name, not the host name, identifies a node. */
+    const char *slurm_node = getenv("SLURMD_NODENAME");
+
+    if (len == 0) {
+        return;
+    }
+    if (slurm_node != NULL && *slurm_node != '\0') {
+        rp__strlcpy(buf, slurm_node, len);
+        return;
+    }
+    if (gethostname(buf, len) != 0) {
+        rp__strlcpy(buf, "unknown", len);
+    }
+    buf[len - 1] = '\0';
+}
+
+static bool rp_bootstrap_pmix_present(void)
+{
+    /* A PMIx client library finds its server through these variables;
+     * without them PMIx_Init would start a singleton, which is exactly
+     * the single-process case handled natively below. */
+    return getenv("PMIX_NAMESPACE") != NULL && getenv("PMIX_RANK") != NULL;
+}
+
+rp_status_t rp__bootstrap_init(bool force_single, rp_bootstrap_t **bs_p)
+{
+    rp_bootstrap_t *bs;
+    rp_status_t status;
+
+    bs = calloc(1, sizeof(*bs));
+    if (bs == NULL) {
+        rp_error("bootstrap: out of memory");
+        return RP_ERR_NO_MEMORY;
+    }
+    if (!force_single && rp_bootstrap_pmix_present()) {
+#ifdef HAVE_PMIX
+        status = rp__bootstrap_pmix_init(bs);
+#else
+        rp_error("bootstrap: PMIX_NAMESPACE is set but ringpoint was built "
+                 "without PMIx support; rebuild with --with-pmix");
+        status = RP_ERR_NOT_SUPPORTED;
+#endif
+    } else {
+        status = rp__bootstrap_single_init(bs);
+    }
+    if (status != RP_OK) {
+        goto err_free;
+    }
+    *bs_p = bs;
+    return RP_OK;
+
+err_free:
+    free(bs);
+    return status;
+}
+
+void rp__bootstrap_finalize(rp_bootstrap_t *bs)
+{
+    if (bs == NULL) {
+        return;
+    }
+    bs->ops->finalize(bs);
+    free(bs);
+}

@@ -1,0 +1,309 @@
+/*
+ * PMIx bootstrap: identity from the job-level and process-level keys the
+ * server publishes, and a key-value exchange through Put/Commit/Fence/Get.
+ *
+ * The fence does not collect data by default: at thousands of ranks each
+ * process needs a handful of peers' addresses (its ring neighbours and a
+ * few log2(n) partners), so a full all-to-all at start-up would be wasted.
+ * PMIx then fetches a peer's value from that peer's server on first Get
+ * (direct modex). RINGPOINT_PMIX_COLLECT=1 switches to collecting all data
+ * at the fence, for process managers without direct modex.
+ */
+#include "config.h"
+
+#include "bootstrap/bootstrap.h"
+#include "util/log.h"
+#include "util/parse.h"
+#include "util/str.h"
+
+#include <pmix.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rp_pmix {
+    pmix_proc_t self;
+    bool collect;
+    int timeout_s; /* passed as PMIX_TIMEOUT so a dead peer cannot hang us */
+} rp_pmix_t;
+
+/* PMIx integer values come in whichever width the server chose. */
+static bool rp_pmix_value_to_u64(const pmix_value_t *val, uint64_t *out)
+{
+    switch (val->type) {
+    case PMIX_UINT8:  *out = val->data.uint8;  return true;
+    case PMIX_UINT16: *out = val->data.uint16; return true;
+    case PMIX_UINT32: *out = val->data.uint32; return true;
+    case PMIX_UINT64: *out = val->data.uint64; return true;
+    case PMIX_SIZE:   *out = val->data.size;   return true;
+    case PMIX_PROC_RANK: *out = val->data.rank; return true;
+    case PMIX_INT:
+        if (val->data.integer < 0) {
+            return false;
+        }
+        *out = (uint64_t)val->data.integer;
+        return true;
+    case PMIX_INT32:
+        if (val->data.int32 < 0) {
+            return false;
+        }
+        *out = (uint64_t)val->data.int32;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Read an unsigned key. Fails quietly (returns false) so callers can fall
+ * back to Slurm's variables where a server does not publish the key. */
+static bool rp_pmix_get_u64(const pmix_proc_t *proc, const char *key,
+                            uint64_t *out)
+{
+    pmix_value_t *val = NULL;
+    pmix_status_t rc;
+    bool ok;
+
+    rc = PMIx_Get(proc, key, NULL, 0, &val);
+    if (rc != PMIX_SUCCESS || val == NULL) {
+        return false;
+    }
+    ok = rp_pmix_value_to_u64(val, out);
+    PMIX_VALUE_RELEASE(val);
+    return ok;
+}
+
+static bool rp_env_u64(const char *name, uint64_t *out)
+{
+    const char *value = getenv(name);
+
+    return value != NULL &&
+           rp__parse_uint(value, 0, INT32_MAX, out, NULL, 0) == RP_OK;
+}
+
+static rp_status_t rp_pmix_put(rp_bootstrap_t *bs, const char *key,
+                               const void *data, size_t len)
+{
+    pmix_value_t val;
+    pmix_status_t rc;
+
+    (void)bs;
+    memset(&val, 0, sizeof(val));
+    val.type = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)data; /* PMIx_Put copies the bytes */
+    val.data.bo.size = len;
+    rc = PMIx_Put(PMIX_GLOBAL, key, &val);
+    if (rc != PMIX_SUCCESS) {
+        rp_error("bootstrap: PMIx_Put(%s) failed: %s", key,
+                 PMIx_Error_string(rc));
+        return RP_ERR_BOOTSTRAP;
+    }
+    return RP_OK;
+}
+
+static rp_status_t rp_pmix_fence(rp_bootstrap_t *bs)
+{
+    rp_pmix_t *p = bs->impl;
+    pmix_info_t info[2];
+    pmix_status_t rc;
+    bool collect = p->collect;
+    int timeout = p->timeout_s;
+
+    rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) {
+        rp_error("bootstrap: PMIx_Commit failed: %s", PMIx_Error_string(rc));
+        return RP_ERR_BOOTSTRAP;
+    }
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+    rc = PMIx_Fence(NULL, 0, info, 2);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    if (rc != PMIX_SUCCESS) {
+        rp_error("bootstrap: PMIx_Fence failed: %s%s", PMIx_Error_string(rc),
+                 rc == PMIX_ERR_TIMEOUT ?
+                 " (a rank did not arrive within RINGPOINT_BOOTSTRAP_TIMEOUT)" :
+                 "");
+        return rc == PMIX_ERR_TIMEOUT ? RP_ERR_TIMEOUT : RP_ERR_BOOTSTRAP;
+    }
+    return RP_OK;
+}
+
+static rp_status_t rp_pmix_get(rp_bootstrap_t *bs, int rank, const char *key,
+                               void **data_p, size_t *len_p)
+{
+    rp_pmix_t *p = bs->impl;
+    pmix_proc_t peer;
+    pmix_value_t *val = NULL;
+    pmix_info_t info;
+    pmix_status_t rc;
+    int timeout = p->timeout_s;
+    void *copy;
+
+    PMIX_PROC_LOAD(&peer, p->self.nspace, (pmix_rank_t)rank);
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    rc = PMIx_Get(&peer, key, &info, 1, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc == PMIX_ERR_NOT_FOUND) {
+        return RP_ERR_NOT_FOUND;
+    }
+    if (rc != PMIX_SUCCESS || val == NULL) {
+        rp_error("bootstrap: PMIx_Get(rank %d, %s) failed: %s", rank, key,
+                 PMIx_Error_string(rc));
+        return RP_ERR_BOOTSTRAP;
+    }
+    if (val->type != PMIX_BYTE_OBJECT) {
+        rp_error("bootstrap: rank %d published '%s' with unexpected type %d",
+                 rank, key, (int)val->type);
+        PMIX_VALUE_RELEASE(val);
+        return RP_ERR_BOOTSTRAP;
+    }
+    copy = malloc(val->data.bo.size > 0 ? val->data.bo.size : 1);
+    if (copy == NULL) {
+        rp_error("bootstrap: out of memory reading '%s' of rank %d", key, rank);
+        PMIX_VALUE_RELEASE(val);
+        return RP_ERR_NO_MEMORY;
+    }
+    memcpy(copy, val->data.bo.bytes, val->data.bo.size);
+    *data_p = copy;
+    *len_p = val->data.bo.size;
+    PMIX_VALUE_RELEASE(val);
+    return RP_OK;
+}
+
+static void rp_pmix_finalize(rp_bootstrap_t *bs)
+{
+    pmix_status_t rc = PMIx_Finalize(NULL, 0);
+
+    if (rc != PMIX_SUCCESS) {
+        rp_warn("bootstrap: PMIx_Finalize failed: %s", PMIx_Error_string(rc));
+    }
+    free(bs->impl);
+    bs->impl = NULL;
+}
+
+static const rp_bootstrap_ops_t rp_pmix_ops = {
+    .name     = "pmix",
+    .put      = rp_pmix_put,
+    .fence    = rp_pmix_fence,
+    .get      = rp_pmix_get,
+    .finalize = rp_pmix_finalize,
+};
+
+/* Resolve the identity fields; Slurm's variables fill gaps where a server
+ * does not publish a key (PMIx servers differ in what they provide). */
+static rp_status_t rp_pmix_identity(rp_bootstrap_t *bs, rp_pmix_t *p)
+{
+    pmix_proc_t wild;
+    pmix_value_t *val = NULL;
+    uint64_t v;
+    const char *job;
+
+    PMIX_PROC_LOAD(&wild, p->self.nspace, PMIX_RANK_WILDCARD);
+    bs->rank = (int)p->self.rank;
+    if (!rp_pmix_get_u64(&wild, PMIX_JOB_SIZE, &v) || v == 0 || v > INT32_MAX) {
+        rp_error("bootstrap: the PMIx server did not publish a valid "
+                 "PMIX_JOB_SIZE");
+        return RP_ERR_BOOTSTRAP;
+    }
+    bs->size = (int)v;
+    if (bs->rank < 0 || bs->rank >= bs->size) {
+        rp_error("bootstrap: PMIx rank %d is outside the job size %d",
+                 bs->rank, bs->size);
+        return RP_ERR_BOOTSTRAP;
+    }
+
+    if (rp_pmix_get_u64(&p->self, PMIX_LOCAL_RANK, &v) ||
+        rp_env_u64("SLURM_LOCALID", &v)) {
+        bs->local_rank = (int)v;
+    }
+    if (rp_pmix_get_u64(&wild, PMIX_LOCAL_SIZE, &v) ||
+        rp_env_u64("SLURM_NTASKS_PER_NODE", &v)) {
+        bs->local_size = (int)v;
+    } else {
+        bs->local_size = 1;
+    }
+    if (rp_pmix_get_u64(&p->self, PMIX_NODEID, &v) ||
+        rp_env_u64("SLURM_NODEID", &v)) {
+        bs->node_id = (int)v;
+    }
+    if (rp_pmix_get_u64(&wild, PMIX_NUM_NODES, &v) ||
+        rp_env_u64("SLURM_NNODES", &v)) {
+        bs->node_count = (int)v;
+    } else {
+        bs->node_count = 1;
+    }
+
+    if (getenv("SLURMD_NODENAME") == NULL &&
+        PMIx_Get(&p->self, PMIX_HOSTNAME, NULL, 0, &val) == PMIX_SUCCESS &&
+        val != NULL && val->type == PMIX_STRING && val->data.string != NULL) {
+        rp__strlcpy(bs->node_name, val->data.string, sizeof(bs->node_name));
+    } else {
+        rp__bootstrap_default_node_name(bs->node_name, sizeof(bs->node_name));
+    }
+    if (val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+    }
+
+    job = getenv("SLURM_JOB_ID");
+    rp__strlcpy(bs->job_id, job != NULL ? job : p->self.nspace,
+                sizeof(bs->job_id));
+    return RP_OK;
+}
+
+rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
+{
+    rp_pmix_t *p;
+    pmix_status_t rc;
+    const char *env;
+    uint64_t v;
+    rp_status_t status;
+
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        rp_error("bootstrap: out of memory");
+        return RP_ERR_NO_MEMORY;
+    }
+    env = getenv("RINGPOINT_PMIX_COLLECT");
+    p->collect = env != NULL && strcmp(env, "1") == 0;
+    p->timeout_s = 120;
+    env = getenv("RINGPOINT_BOOTSTRAP_TIMEOUT");
+    if (env != NULL) {
+        char err[160];
+
+        if (rp__parse_duration(env, &v, err, sizeof(err)) != RP_OK) {
+            rp_error("bootstrap: RINGPOINT_BOOTSTRAP_TIMEOUT: %s", err);
+            status = RP_ERR_INVALID_ARG;
+            goto err_free;
+        }
+        if (v == 0) {
+            rp_error("bootstrap: RINGPOINT_BOOTSTRAP_TIMEOUT must be at "
+                     "least 1s");
+            status = RP_ERR_INVALID_ARG;
+            goto err_free;
+        }
+        p->timeout_s = (int)v;
+    }
+
+    rc = PMIx_Init(&p->self, NULL, 0);
+    if (rc != PMIX_SUCCESS) {
+        rp_error("bootstrap: PMIx_Init failed: %s (PMIX_NAMESPACE is set, so "
+                 "a PMIx server was expected; with srun use --mpi=pmix)",
+                 PMIx_Error_string(rc));
+        status = RP_ERR_BOOTSTRAP;
+        goto err_free;
+    }
+    bs->ops = &rp_pmix_ops;
+    bs->impl = p;
+    status = rp_pmix_identity(bs, p);
+    if (status != RP_OK) {
+        goto err_finalize;
+    }
+    return RP_OK;
+
+err_finalize:
+    PMIx_Finalize(NULL, 0);
+    bs->impl = NULL;
+err_free:
+    free(p);
+    return status;
+}

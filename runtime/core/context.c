@@ -1,0 +1,126 @@
+/*
+ * rp_init / rp_finalize: bring a process into the job and out again.
+ */
+#include "config.h"
+
+#include "core/context.h"
+#include "util/log.h"
+#include "util/str.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *rp_version(void)
+{
+    return PACKAGE_VERSION;
+}
+
+rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
+{
+    rp_context_h ctx;
+    rp_status_t status;
+    bool single = false;
+    int left, right;
+
+    if (ctx_p == NULL) {
+        rp_error("rp_init: ctx_p is NULL");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (params != NULL && (params->field_mask & RP_INIT_FIELD_FLAGS)) {
+        single = (params->flags & RP_INIT_FLAG_SINGLE) != 0;
+    }
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        rp_error("rp_init: out of memory");
+        return RP_ERR_NO_MEMORY;
+    }
+    /* Settings first: a malformed RINGPOINT_* variable should fail before
+     * any collective, on every rank alike (they all see the same value). */
+    status = rp__settings_load(&ctx->settings);
+    if (status != RP_OK) {
+        goto err_free;
+    }
+    status = rp__bootstrap_init(single, &ctx->bootstrap);
+    if (status != RP_OK) {
+        goto err_free;
+    }
+    rp__log_set_rank(ctx->bootstrap->rank);
+
+    status = rp__peer_publish(ctx->bootstrap);
+    if (status != RP_OK) {
+        goto err_bootstrap;
+    }
+    status = ctx->bootstrap->ops->fence(ctx->bootstrap);
+    if (status != RP_OK) {
+        goto err_bootstrap;
+    }
+    left = (ctx->bootstrap->rank + ctx->bootstrap->size - 1) %
+           ctx->bootstrap->size;
+    right = (ctx->bootstrap->rank + 1) % ctx->bootstrap->size;
+    status = rp__peer_fetch(ctx->bootstrap, left, &ctx->left);
+    if (status != RP_OK) {
+        goto err_bootstrap;
+    }
+    status = rp__peer_fetch(ctx->bootstrap, right, &ctx->right);
+    if (status != RP_OK) {
+        goto err_bootstrap;
+    }
+    rp_debug("initialised: rank %d of %d on %s via %s", ctx->bootstrap->rank,
+             ctx->bootstrap->size, ctx->bootstrap->node_name,
+             ctx->bootstrap->ops->name);
+    *ctx_p = ctx;
+    return RP_OK;
+
+err_bootstrap:
+    rp__bootstrap_finalize(ctx->bootstrap);
+err_free:
+    free(ctx);
+    return status;
+}
+
+void rp_finalize(rp_context_h ctx)
+{
+    if (ctx == NULL) {
+        return;
+    }
+    rp__bootstrap_finalize(ctx->bootstrap);
+    free(ctx);
+}
+
+static void rp_copy_name(char *dst, const char *src)
+{
+    rp__strlcpy(dst, src, RP_NAME_MAX);
+}
+
+rp_status_t rp_context_query(rp_context_h ctx, rp_context_attr_t *attr)
+{
+    const rp_bootstrap_t *bs;
+    uint64_t m;
+
+    if (ctx == NULL || attr == NULL) {
+        rp_error("rp_context_query: NULL %s", ctx == NULL ? "ctx" : "attr");
+        return RP_ERR_INVALID_ARG;
+    }
+    bs = ctx->bootstrap;
+    m = attr->field_mask;
+    if (m & RP_CONTEXT_ATTR_FIELD_RANK)       attr->rank = bs->rank;
+    if (m & RP_CONTEXT_ATTR_FIELD_SIZE)       attr->size = bs->size;
+    if (m & RP_CONTEXT_ATTR_FIELD_LOCAL_RANK) attr->local_rank = bs->local_rank;
+    if (m & RP_CONTEXT_ATTR_FIELD_LOCAL_SIZE) attr->local_size = bs->local_size;
+    if (m & RP_CONTEXT_ATTR_FIELD_NODE_ID)    attr->node_id = bs->node_id;
+    if (m & RP_CONTEXT_ATTR_FIELD_NODE_COUNT) attr->node_count = bs->node_count;
+    if (m & RP_CONTEXT_ATTR_FIELD_NODE_NAME)  rp_copy_name(attr->node_name, bs->node_name);
+    if (m & RP_CONTEXT_ATTR_FIELD_BOOTSTRAP)  attr->bootstrap = bs->ops->name;
+    if (m & RP_CONTEXT_ATTR_FIELD_JOB_ID)     rp_copy_name(attr->job_id, bs->job_id);
+    if (m & RP_CONTEXT_ATTR_FIELD_CKPT_INTERVAL) {
+        attr->ckpt_interval_s = ctx->settings.ckpt_interval_s;
+    }
+    if (m & RP_CONTEXT_ATTR_FIELD_RING) {
+        attr->left_rank = (int)ctx->left.rank;
+        attr->right_rank = (int)ctx->right.rank;
+        rp_copy_name(attr->left_node, ctx->left.node_name);
+        rp_copy_name(attr->right_node, ctx->right.node_name);
+    }
+    return RP_OK;
+}

@@ -1,0 +1,19 @@
+/*
+ * The context: everything one process of a ringpoint job owns.
+ */
+#ifndef RP_CORE_CONTEXT_H
+#define RP_CORE_CONTEXT_H
+
+#include "ringpoint/context.h"
+#include "bootstrap/bootstrap.h"
+#include "core/settings.h"
+#include "core/peer.h"
+
+struct rp_context {
+    rp_bootstrap_t *bootstrap;
+    rp_settings_t settings;
+    rp_peer_card_t left;  /* ring neighbours, from the address exchange */
+    rp_peer_card_t right;
+};
+
+#endif /* RP_CORE_CONTEXT_H */

@@ -1,0 +1,43 @@
+# libringpoint and the command-line tools.
+
+# Dependency-free helpers shared with the SPANK plugin (no PMIx, no UCX:
+# srun must not load those to parse an option).
+noinst_LTLIBRARIES += runtime/libringpoint_util.la
+runtime_libringpoint_util_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+runtime_libringpoint_util_la_SOURCES = \
+	runtime/util/log.c runtime/util/log.h \
+	runtime/util/parse.c runtime/util/parse.h \
+	runtime/util/status.c \
+	runtime/util/str.c runtime/util/str.h
+
+# Everything of the runtime as a convenience library, so unit tests can
+# link internals that the shared library hides.
+noinst_LTLIBRARIES += runtime/libringpoint_core.la
+runtime_libringpoint_core_la_SOURCES = \
+	runtime/core/context.c runtime/core/context.h \
+	runtime/core/peer.c runtime/core/peer.h \
+	runtime/core/settings.c runtime/core/settings.h \
+	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
+	runtime/bootstrap/single.c
+runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS)
+runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la
+# What anything linking the core (the library, unit tests) needs at link time.
+RP_DEPS_LDFLAGS =
+RP_DEPS_LIBS =
+if HAVE_PMIX
+runtime_libringpoint_core_la_SOURCES += runtime/bootstrap/pmix.c
+runtime_libringpoint_core_la_CPPFLAGS += $(PMIX_CPPFLAGS)
+RP_DEPS_LDFLAGS += $(PMIX_LDFLAGS)
+RP_DEPS_LIBS += $(PMIX_LIBS)
+endif
+
+lib_LTLIBRARIES += runtime/libringpoint.la
+runtime_libringpoint_la_SOURCES =
+runtime_libringpoint_la_LIBADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+runtime_libringpoint_la_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) \
+	-version-info $(RP_LT_VERSION) -no-undefined
+
+bin_PROGRAMS += runtime/tools/ringpoint-info
+runtime_tools_ringpoint_info_SOURCES = runtime/tools/info.c
+runtime_tools_ringpoint_info_LDADD = runtime/libringpoint.la

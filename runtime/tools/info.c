@@ -1,0 +1,163 @@
+/*
+ * ringpoint-info: what was built, and what a task sees.
+ *
+ * Started by a PMIx launcher (srun --mpi=pmix, mpirun) it joins the job
+ * like an application would and prints one key=value line per rank: the
+ * identity from the bootstrap, the settings the SPANK plugin handed down,
+ * and the ring neighbours learnt through the address exchange. Started
+ * alone it describes the build, like ucx_info -v or ompi_info.
+ */
+#include "config.h"
+
+#include <ringpoint.h>
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: ringpoint-info [-b|--build] [-r|--rank] [-s|--single] [-V|--version]\n"
+            "\n"
+            "Without options: under a PMIx launcher (srun --mpi=pmix, mpirun)\n"
+            "print one line per rank, otherwise describe the build.\n"
+            "  -b, --build     describe the build and exit\n"
+            "  -r, --rank      initialise and print this rank's line\n"
+            "  -s, --single    like --rank, but ignore any PMIx server\n"
+            "  -V, --version   print the version and exit\n"
+            "  -h, --help      this text\n");
+}
+
+static void print_component(const char *name, const char *detail)
+{
+    printf("  %-14s %s\n", name, detail);
+}
+
+static int print_build(void)
+{
+    printf("ringpoint %s (library %s)\n", PACKAGE_VERSION, rp_version());
+#ifdef RP_SLURM_VERSION
+    print_component("slurm", "SPANK plugin built against Slurm " RP_SLURM_VERSION);
+#else
+    print_component("slurm", "no (SPANK plugin not built)");
+#endif
+#ifdef HAVE_PMIX
+    print_component("pmix", "PMIx " RP_PMIX_VERSION " bootstrap");
+#else
+    print_component("pmix", "no (single-process bootstrap only)");
+#endif
+#ifdef HAVE_UCX
+    print_component("ucx", "UCX " RP_UCX_VERSION " found");
+#else
+    print_component("ucx", "no");
+#endif
+#ifdef HAVE_CUDA
+    print_component("cuda", "CUDA " RP_CUDA_VERSION " found");
+#else
+    print_component("cuda", "no");
+#endif
+#ifdef HAVE_NCCL
+    print_component("nccl", "NCCL " RP_NCCL_VERSION " found");
+#else
+    print_component("nccl", "no");
+#endif
+    return 0;
+}
+
+static int print_rank(bool single)
+{
+    rp_init_params_t params = {
+        .field_mask = RP_INIT_FIELD_FLAGS,
+        .flags = single ? RP_INIT_FLAG_SINGLE : 0,
+    };
+    rp_context_attr_t attr;
+    rp_context_h ctx;
+    rp_status_t status;
+    char line[1024];
+    int n;
+
+    status = rp_init(&params, &ctx);
+    if (status != RP_OK) {
+        fprintf(stderr, "ringpoint-info: rp_init failed: %s\n",
+                rp_status_string(status));
+        return 1;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = RP_CONTEXT_ATTR_FIELD_RANK | RP_CONTEXT_ATTR_FIELD_SIZE |
+                      RP_CONTEXT_ATTR_FIELD_LOCAL_RANK |
+                      RP_CONTEXT_ATTR_FIELD_LOCAL_SIZE |
+                      RP_CONTEXT_ATTR_FIELD_NODE_ID |
+                      RP_CONTEXT_ATTR_FIELD_NODE_COUNT |
+                      RP_CONTEXT_ATTR_FIELD_NODE_NAME |
+                      RP_CONTEXT_ATTR_FIELD_BOOTSTRAP |
+                      RP_CONTEXT_ATTR_FIELD_JOB_ID |
+                      RP_CONTEXT_ATTR_FIELD_CKPT_INTERVAL |
+                      RP_CONTEXT_ATTR_FIELD_RING;
+    status = rp_context_query(ctx, &attr);
+    if (status != RP_OK) {
+        fprintf(stderr, "ringpoint-info: rp_context_query failed: %s\n",
+                rp_status_string(status));
+        rp_finalize(ctx);
+        return 1;
+    }
+    /* One write per line: srun merges the ranks' output line by line. */
+    n = snprintf(line, sizeof(line),
+                 "rank=%d size=%d local_rank=%d local_size=%d node=%s "
+                 "node_id=%d nodes=%d bootstrap=%s job=%s ckpt_interval=%" PRIu64
+                 " left=%d@%s right=%d@%s pid=%ld\n",
+                 attr.rank, attr.size, attr.local_rank, attr.local_size,
+                 attr.node_name, attr.node_id, attr.node_count, attr.bootstrap,
+                 attr.job_id, attr.ckpt_interval_s, attr.left_rank,
+                 attr.left_node, attr.right_rank, attr.right_node,
+                 (long)getpid());
+    if (n > 0) {
+        fputs(line, stdout);
+        fflush(stdout);
+    }
+    rp_finalize(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"build",   no_argument, NULL, 'b'},
+        {"rank",    no_argument, NULL, 'r'},
+        {"single",  no_argument, NULL, 's'},
+        {"version", no_argument, NULL, 'V'},
+        {"help",    no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+    enum { MODE_AUTO, MODE_BUILD, MODE_RANK, MODE_SINGLE } mode = MODE_AUTO;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "brsVh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b': mode = MODE_BUILD; break;
+        case 'r': mode = MODE_RANK; break;
+        case 's': mode = MODE_SINGLE; break;
+        case 'V': printf("ringpoint %s\n", PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "ringpoint-info: unexpected argument '%s'\n",
+                argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (mode == MODE_AUTO) {
+        mode = getenv("PMIX_NAMESPACE") != NULL ? MODE_RANK : MODE_BUILD;
+    }
+    switch (mode) {
+    case MODE_BUILD:  return print_build();
+    case MODE_SINGLE: return print_rank(true);
+    default:          return print_rank(false);
+    }
+}

@@ -1,0 +1,37 @@
+/*
+ * Site settings given by the admin after the plugin's path in
+ * plugstack.conf, as key=value words. Parsed without any Slurm call so the
+ * rules can be unit-tested; an unknown key or a bad value is an error,
+ * because a typo in a site limit that silently does nothing is worse than
+ * a plugin that refuses to load.
+ */
+#ifndef RP_SPANK_ADMIN_H
+#define RP_SPANK_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringpoint/status.h"
+
+typedef struct rp_spank_admin {
+    bool has_default_interval;   /* default_interval= given */
+    uint64_t default_interval_s; /* exported when the user sets none */
+    uint64_t min_interval_s;     /* 0: no minimum */
+} rp_spank_admin_t;
+
+/* The keys, for messages. */
+#define RP_SPANK_ADMIN_KEYS "default_interval, min_interval"
+
+/* Parse argv[0..argc) into @admin (zeroed first). */
+rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
+                                  rp_spank_admin_t *admin, char *err,
+                                  size_t errlen);
+
+/* Apply the site bounds to a user's interval. 0 (only on a signal) is always
+ * allowed: it never writes more often than the user could by hand. */
+rp_status_t rp__spank_admin_check_interval(const rp_spank_admin_t *admin,
+                                           uint64_t interval_s, char *err,
+                                           size_t errlen);
+
+#endif /* RP_SPANK_ADMIN_H */

@@ -1,0 +1,61 @@
+/*
+ * The SPANK entry points. This file alone defines slurm_spank_* and
+ * dispatches on the context, so what runs in srun/sbatch (as the user),
+ * in slurmstepd (partly as root) and in slurmd is visible in one place.
+ *
+ * Nothing here may crash the process it is loaded into, shell out, or
+ * touch files: failures are reported with slurm_error and a -1 return.
+ */
+#include "config.h"
+
+#include <slurm/spank.h>
+#include <string.h>
+
+#include "spank/admin.h"
+#include "spank/options.h"
+
+SPANK_PLUGIN(ringpoint, 1);
+
+static bool rp_spank_has_options(spank_context_t ctx)
+{
+    return ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context();
+    char err[512];
+
+    if (rp__spank_admin_parse(ac, av, &rp_spank_state.admin, err,
+                              sizeof(err)) != RP_OK) {
+        slurm_error("ringpoint: %s", err);
+        return -1;
+    }
+    if (!rp_spank_has_options(ctx)) {
+        return 0;
+    }
+    return rp__spank_options_register(sp);
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context();
+
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) {
+        return rp__spank_options_check_env();
+    }
+    return 0;
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (spank_context() != S_CTX_REMOTE) {
+        return 0;
+    }
+    return rp__spank_options_export(sp);
+}

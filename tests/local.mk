@@ -1,0 +1,40 @@
+# Unit tests (make check): cmocka programs, run under the sanitizers in CI.
+# The integration tests on a real local Slurm cluster live in tests/slurm/
+# and are run by scripts/test.sh, not by make check.
+if HAVE_CMOCKA
+UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+UNIT_LIBS = runtime/libringpoint_core.la $(RP_DEPS_LIBS) $(CMOCKA_LIBS)
+UNIT_LINKFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
+
+check_PROGRAMS += tests/unit/test_parse tests/unit/test_status \
+	tests/unit/test_admin tests/unit/test_context
+TESTS += tests/unit/test_parse tests/unit/test_status \
+	tests/unit/test_admin tests/unit/test_context
+
+tests_unit_test_parse_SOURCES = tests/unit/test_parse.c
+tests_unit_test_parse_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_parse_LDADD = $(UNIT_LIBS)
+tests_unit_test_parse_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_status_SOURCES = tests/unit/test_status.c
+tests_unit_test_status_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_status_LDADD = $(UNIT_LIBS)
+tests_unit_test_status_LDFLAGS = $(UNIT_LINKFLAGS)
+
+# The admin settings parser is the plugin's; it needs no Slurm to test.
+tests_unit_test_admin_SOURCES = tests/unit/test_admin.c spank/admin.c
+tests_unit_test_admin_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_admin_LDADD = $(UNIT_LIBS)
+tests_unit_test_admin_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_context_SOURCES = tests/unit/test_context.c
+tests_unit_test_context_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_context_LDADD = $(UNIT_LIBS)
+tests_unit_test_context_LDFLAGS = $(UNIT_LINKFLAGS)
+endif
+
+# cmocka writes TAP when asked; the harness counts its results.
+AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT;
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
+
+EXTRA_DIST += tests/slurm tests/lib

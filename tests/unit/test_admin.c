@@ -1,0 +1,122 @@
+/*
+ * The plugin's plugstack.conf settings: parsing and the bounds they put on
+ * users' options.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "spank/admin.h"
+
+static rp_status_t parse(int argc, char *const argv[], rp_spank_admin_t *a,
+                         char *err, size_t len)
+{
+    memset(err, 0, len);
+    return rp__spank_admin_parse(argc, argv, a, err, len);
+}
+
+static void test_no_arguments(void **state)
+{
+    rp_spank_admin_t a;
+    char err[256];
+
+    (void)state;
+    memset(&a, 0xff, sizeof(a));
+    assert_int_equal(parse(0, NULL, &a, err, sizeof(err)), RP_OK);
+    assert_false(a.has_default_interval);
+    assert_int_equal(a.min_interval_s, 0);
+}
+
+static void test_known_keys(void **state)
+{
+    char *argv[] = {"default_interval=30m", "min_interval=5:00"};
+    rp_spank_admin_t a;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(parse(2, argv, &a, err, sizeof(err)), RP_OK);
+    assert_true(a.has_default_interval);
+    assert_int_equal(a.default_interval_s, 1800);
+    assert_int_equal(a.min_interval_s, 300);
+}
+
+static void test_unknown_key_is_an_error(void **state)
+{
+    char *argv[] = {"default_interval=30m", "min_intervall=5m"};
+    rp_spank_admin_t a;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(parse(2, argv, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "min_intervall"));
+    assert_non_null(strstr(err, "default_interval, min_interval"));
+}
+
+static void test_malformed_arguments(void **state)
+{
+    char *no_eq[] = {"default_interval"};
+    char *no_key[] = {"=5m"};
+    char *bad_value[] = {"min_interval=soon"};
+    char *prefix[] = {"default_interval_x=5m"};
+    rp_spank_admin_t a;
+    char err[512];
+
+    (void)state;
+    assert_int_equal(parse(1, no_eq, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "key=value"));
+    assert_int_equal(parse(1, no_key, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_int_equal(parse(1, bad_value, &a, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "min_interval"));
+    assert_non_null(strstr(err, "'soon'"));
+    assert_int_equal(parse(1, prefix, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+}
+
+static void test_interval_bounds(void **state)
+{
+    char *argv[] = {"min_interval=5m"};
+    rp_spank_admin_t a;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(parse(1, argv, &a, err, sizeof(err)), RP_OK);
+    assert_int_equal(rp__spank_admin_check_interval(&a, 300, err, sizeof(err)),
+                     RP_OK);
+    assert_int_equal(rp__spank_admin_check_interval(&a, 3600, err, sizeof(err)),
+                     RP_OK);
+    /* Only on a signal is always allowed. */
+    assert_int_equal(rp__spank_admin_check_interval(&a, 0, err, sizeof(err)),
+                     RP_OK);
+    assert_int_equal(rp__spank_admin_check_interval(&a, 299, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "4m59s"));
+    assert_non_null(strstr(err, "5m"));
+}
+
+static void test_default_must_respect_minimum(void **state)
+{
+    char *argv[] = {"min_interval=10m", "default_interval=1m"};
+    rp_spank_admin_t a;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(parse(2, argv, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "default_interval"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_arguments),
+        cmocka_unit_test(test_known_keys),
+        cmocka_unit_test(test_unknown_key_is_an_error),
+        cmocka_unit_test(test_malformed_arguments),
+        cmocka_unit_test(test_interval_bounds),
+        cmocka_unit_test(test_default_must_respect_minimum),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
