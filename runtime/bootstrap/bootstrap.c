@@ -38,6 +38,30 @@ static bool rp_bootstrap_pmix_present(void)
     return getenv("PMIX_NAMESPACE") != NULL && getenv("PMIX_RANK") != NULL;
 }
 
+/*
+ * Without PMIx, refuse to run as rank 0 of 1 when a launcher evidently
+ * started several tasks: each would believe it is alone, and they would
+ * overwrite one another's checkpoints. Returns the task count seen, or 1.
+ */
+static long rp_bootstrap_launcher_tasks(const char **var_p)
+{
+    static const char *const vars[] = {
+        "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"
+    };
+    unsigned i;
+
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *value = getenv(vars[i]);
+        long n = value != NULL ? strtol(value, NULL, 10) : 0;
+
+        if (n > 1) {
+            *var_p = vars[i];
+            return n;
+        }
+    }
+    return 1;
+}
+
 rp_status_t rp__bootstrap_init(bool force_single, rp_bootstrap_t **bs_p)
 {
     rp_bootstrap_t *bs;
@@ -57,7 +81,17 @@ rp_status_t rp__bootstrap_init(bool force_single, rp_bootstrap_t **bs_p)
         status = RP_ERR_NOT_SUPPORTED;
 #endif
     } else {
-        status = rp__bootstrap_single_init(bs);
+        const char *var = NULL;
+        long ntasks = force_single ? 1 : rp_bootstrap_launcher_tasks(&var);
+
+        if (ntasks > 1) {
+            rp_error("bootstrap: %s=%ld but no PMIx server was found; start "
+                     "the tasks with 'srun --mpi=pmix' (or MpiDefault=pmix) "
+                     "or with a PMIx-enabled mpirun", var, ntasks);
+            status = RP_ERR_BOOTSTRAP;
+        } else {
+            status = rp__bootstrap_single_init(bs);
+        }
     }
     if (status != RP_OK) {
         goto err_free;

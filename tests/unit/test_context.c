@@ -20,6 +20,9 @@ static int setup(void **state)
     unsetenv("PMIX_NAMESPACE");
     unsetenv("PMIX_RANK");
     unsetenv("RINGPOINT_CKPT_INTERVAL");
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMI_SIZE");
     return 0;
 }
 
@@ -118,6 +121,32 @@ static void test_force_single_ignores_pmix(void **state)
     unsetenv("PMIX_RANK");
 }
 
+static void test_many_tasks_without_pmix_is_an_error(void **state)
+{
+    rp_init_params_t params = {.field_mask = RP_INIT_FIELD_FLAGS,
+                               .flags = RP_INIT_FLAG_SINGLE};
+    rp_context_h ctx = NULL;
+
+    (void)state;
+    /* srun --mpi=none -n4: four tasks, no PMIx. Each must not run as the
+     * only rank. A single task of a step is fine. */
+    setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+    assert_int_equal(rp_init(NULL, &ctx), RP_ERR_BOOTSTRAP);
+    assert_null(ctx);
+    /* ...unless the caller explicitly asked for a single process. */
+    assert_int_equal(rp_init(&params, &ctx), RP_OK);
+    rp_finalize(ctx);
+    setenv("SLURM_STEP_NUM_TASKS", "1", 1);
+    ctx = NULL;
+    assert_int_equal(rp_init(NULL, &ctx), RP_OK);
+    rp_finalize(ctx);
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    ctx = NULL;
+    assert_int_equal(rp_init(NULL, &ctx), RP_ERR_BOOTSTRAP);
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
 static void test_version(void **state)
 {
     (void)state;
@@ -132,6 +161,7 @@ int main(void)
         cmocka_unit_test_setup(test_interval_from_environment, setup),
         cmocka_unit_test_setup(test_malformed_setting_fails_init, setup),
         cmocka_unit_test_setup(test_force_single_ignores_pmix, setup),
+        cmocka_unit_test_setup(test_many_tasks_without_pmix_is_an_error, setup),
         cmocka_unit_test(test_version),
     };
 

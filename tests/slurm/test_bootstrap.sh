@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The first thread end to end: srun --mpi=pmix (and mpirun) start tasks, the
+# runtime bootstraps from PMIx, exchanges addresses with its ring
+# neighbours, and sees the interval the plugin handed down.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+
+# check_ranks OUTPUT SIZE NODES INTERVAL: OUTPUT has SIZE well-formed
+# ringpoint-info lines that agree with each other.
+check_ranks() {
+    local out=$1 size=$2 nodes=$3 interval=$4
+    echo "$out"
+    echo "$out" | awk -v size="$size" -v nodes="$nodes" -v iv="$interval" '
+        function field(name,   i, kv) {
+            for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return substr($i, length(name) + 2) }
+            return "MISSING"
+        }
+        /^rank=/ {
+            r = field("rank"); n++
+            if (r in node) { print "duplicate rank " r; bad = 1 }
+            node[r] = field("node"); right[r] = field("right"); left[r] = field("left")
+            lr[r] = field("local_rank"); ls[r] = field("local_size")
+            if (field("size") != size) { print "rank " r ": size=" field("size"); bad = 1 }
+            if (field("nodes") != nodes) { print "rank " r ": nodes=" field("nodes"); bad = 1 }
+            if (field("ckpt_interval") != iv) { print "rank " r ": ckpt_interval=" field("ckpt_interval"); bad = 1 }
+            if (field("bootstrap") != "pmix") { print "rank " r ": bootstrap=" field("bootstrap"); bad = 1 }
+            job[field("job")] = 1
+            names[field("node")] = 1
+        }
+        END {
+            if (n != size) { print "expected " size " ranks, got " n; exit 1 }
+            for (r = 0; r < size; r++) {
+                if (!(r in node)) { print "rank " r " missing"; bad = 1; continue }
+                # The address exchange: what each rank learnt about its
+                # neighbours matches what those neighbours say of themselves.
+                nr = (r + 1) % size; nl = (r + size - 1) % size
+                if (right[r] != nr "@" node[nr]) { print "rank " r ": right=" right[r] ", expected " nr "@" node[nr]; bad = 1 }
+                if (left[r] != nl "@" node[nl]) { print "rank " r ": left=" left[r] ", expected " nl "@" node[nl]; bad = 1 }
+                if (lr[r] < 0 || lr[r] >= ls[r]) { print "rank " r ": local_rank " lr[r] " of " ls[r]; bad = 1 }
+            }
+            c = 0; for (j in job) c++
+            if (c != 1) { print "ranks disagree on the job id"; bad = 1 }
+            c = 0; for (j in names) c++
+            if (c != nodes) { print "ranks ran on " c " distinct nodes, expected " nodes; bad = 1 }
+            exit bad
+        }' || fail "inconsistent ranks"
+}
+
+test_info_alone_describes_build() {
+    local out
+    out=$(env -u PMIX_NAMESPACE ringpoint-info)
+    assert_contains "$out" "ringpoint 0."
+    assert_contains "$out" "SPANK plugin built against Slurm 22.05"
+    assert_contains "$out" "PMIx 4."
+    assert_contains "$out" "UCX"
+}
+
+test_srun_2_nodes_4_ranks() {
+    local out
+    out=$(srun --mpi=pmix -N2 --ntasks-per-node=2 --ckpt-interval=10m ringpoint-info)
+    check_ranks "$out" 4 2 600
+    assert_contains "$out" "node=n1"
+    assert_contains "$out" "node=n2"
+    assert_contains "$out" "local_size=2"
+}
+
+test_srun_uneven_ranks() {
+    local out
+    out=$(srun --mpi=pmix -N2 -n3 --ckpt-interval=90s ringpoint-info)
+    check_ranks "$out" 3 2 90
+}
+
+test_srun_one_rank() {
+    local out
+    out=$(srun --mpi=pmix -N1 -n1 --ckpt-interval=0 ringpoint-info)
+    check_ranks "$out" 1 1 0
+}
+
+test_srun_collected_exchange() {
+    local out
+    # The same exchange with all data collected at the fence.
+    out=$(RINGPOINT_PMIX_COLLECT=1 srun --mpi=pmix -N2 -n4 --ckpt-interval=1h ringpoint-info)
+    check_ranks "$out" 4 2 3600
+}
+
+test_srun_without_pmix_is_refused() {
+    local out
+    if out=$(srun --mpi=none -N2 -n2 ringpoint-info --rank 2>&1); then
+        fail "two tasks without PMIx both ran as rank 0 of 1: $out"
+    fi
+    assert_contains "$out" "--mpi=pmix"
+}
+
+test_mpirun_4_ranks() {
+    local out
+    # Open MPI's mpirun provides PMIx itself; no Slurm involved.
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 4 \
+        -x RINGPOINT_CKPT_INTERVAL=5m ringpoint-info)
+    check_ranks "$out" 4 1 300
+}
+
+run_all

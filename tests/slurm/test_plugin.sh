@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The SPANK plugin on the real local cluster: its options are offered,
+# bad values are refused in the submitting process before any task starts,
+# and resolved values reach every task. Run by scripts/test.sh with the
+# cluster up (RP_CLUSTER_DIR, SLURM_CONF, RP_PREFIX set).
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+export RP_WORK=$RP_CLUSTER_DIR/work/plugin
+export RP_PLUGSTACK=$(sed -n 's/^PlugStackConfig=//p' "$SLURM_CONF")
+mkdir -p "$RP_WORK"
+
+# with_site_args ARGS...: for the rest of this test, the plugin gets ARGS
+# from plugstack.conf; the original file comes back when the test ends.
+with_site_args() {
+    cp "$RP_PLUGSTACK" "$RP_WORK/plugstack.saved"
+    trap 'cp "$RP_WORK/plugstack.saved" "$RP_PLUGSTACK"' EXIT
+    echo "required $RP_PLUGIN $*" >"$RP_PLUGSTACK"
+}
+
+# expect_refused WHAT CMD...: CMD must fail, name WHAT, and start nothing.
+expect_refused() {
+    local what=$1 out marker
+    shift
+    marker=$RP_WORK/ran.$$.$RANDOM
+    if out=$("$@" touch "$marker" 2>&1); then
+        fail "accepted: $*"
+    fi
+    assert_contains "$out" "$what" "the error of '$*'"
+    [ ! -e "$marker" ] || fail "a task ran although '$*' was refused"
+    echo "$out"
+}
+
+test_srun_help_lists_option() {
+    local out
+    out=$(srun --help 2>&1)
+    assert_contains "$out" "--ckpt-interval=DURATION"
+    assert_contains "$out" "[ringpoint]"
+}
+
+test_sbatch_and_salloc_help_list_option() {
+    assert_contains "$(sbatch --help 2>&1)" "--ckpt-interval=DURATION"
+    assert_contains "$(salloc --help 2>&1)" "--ckpt-interval=DURATION"
+}
+
+test_bad_interval_refused_before_any_task() {
+    local v out
+    for v in banana 15x 1.5h -5 10:60 1-10 "15 m" ""; do
+        out=$(expect_refused "--ckpt-interval" srun -N1 --ckpt-interval="$v")
+        # The message says what is accepted, not just that it failed.
+        assert_contains "$out" "15m" "the error for '$v'"
+        assert_contains "$out" "[[D-]HH:]MM:SS" "the error for '$v'"
+    done
+}
+
+test_too_long_interval_refused() {
+    local out
+    out=$(expect_refused "--ckpt-interval=400d" srun -N1 --ckpt-interval=400d)
+    assert_contains "$out" "maximum of 366 days"
+}
+
+test_sbatch_refuses_bad_interval() {
+    local out
+    if out=$(sbatch --ckpt-interval=banana --wrap=true 2>&1); then
+        fail "sbatch accepted --ckpt-interval=banana: $out"
+    fi
+    assert_contains "$out" "--ckpt-interval=banana"
+    assert_not_contains "$out" "Submitted batch job"
+}
+
+test_interval_reaches_every_task() {
+    local spec want out
+    for spec in 15m:900 90s:90 1:30:00:5400 0:0 3600:3600 1-00:00:00:86400; do
+        want=${spec##*:}
+        out=$(srun -N2 -n4 --ckpt-interval="${spec%:*}" printenv RINGPOINT_CKPT_INTERVAL)
+        assert_eq "$(echo "$out" | sort | uniq -c | awk '{print $1" "$2}')" "4 $want" \
+            "RINGPOINT_CKPT_INTERVAL of 4 tasks for ${spec%:*}"
+    done
+}
+
+test_no_option_exports_nothing() {
+    local out
+    out=$(srun -N1 sh -c 'echo "[${RINGPOINT_CKPT_INTERVAL-unset}]"')
+    assert_eq "$out" "[unset]"
+}
+
+test_bad_environment_value_refused_at_submit() {
+    local out
+    out=$(RINGPOINT_CKPT_INTERVAL=soon expect_refused RINGPOINT_CKPT_INTERVAL srun -N1)
+    assert_contains "$out" "'soon'"
+    # The command line wins over the environment, bad or not.
+    out=$(RINGPOINT_CKPT_INTERVAL=soon srun -N1 --ckpt-interval=2m printenv RINGPOINT_CKPT_INTERVAL)
+    assert_eq "$out" "120"
+}
+
+test_site_minimum_interval() {
+    local out
+    with_site_args min_interval=5m
+    out=$(expect_refused "--ckpt-interval" srun -N1 --ckpt-interval=1m)
+    assert_contains "$out" "minimum of 5m"
+    assert_eq "$(srun -N1 --ckpt-interval=10m printenv RINGPOINT_CKPT_INTERVAL)" "600"
+    # Checkpointing only on a signal is always allowed.
+    assert_eq "$(srun -N1 --ckpt-interval=0 printenv RINGPOINT_CKPT_INTERVAL)" "0"
+}
+
+test_site_default_interval() {
+    with_site_args default_interval=20m
+    assert_eq "$(srun -N2 -n2 printenv RINGPOINT_CKPT_INTERVAL | sort -u)" "1200"
+    assert_eq "$(srun -N1 --ckpt-interval=5m printenv RINGPOINT_CKPT_INTERVAL)" "300"
+    # A value the user exported wins over the site default.
+    assert_eq "$(RINGPOINT_CKPT_INTERVAL=600 srun -N1 printenv RINGPOINT_CKPT_INTERVAL)" "600"
+}
+
+test_site_unknown_key_refused() {
+    local out
+    with_site_args default_intervall=20m
+    out=$(expect_refused "default_intervall" srun -N1)
+    assert_contains "$out" "unknown key"
+}
+
+run_all
