@@ -18,7 +18,14 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/peer.c runtime/core/peer.h \
 	runtime/core/settings.c runtime/core/settings.h \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
-	runtime/bootstrap/single.c
+	runtime/bootstrap/single.c \
+	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
+	runtime/ckpt/crc32c.c runtime/ckpt/crc32c.h \
+	runtime/ckpt/fileio.c runtime/ckpt/fileio.h \
+	runtime/ckpt/layout.c runtime/ckpt/layout.h \
+	runtime/ckpt/manifest.c runtime/ckpt/manifest.h \
+	runtime/ckpt/shard.c runtime/ckpt/shard.h \
+	runtime/ckpt/write_local.c runtime/ckpt/write_local.h
 runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS)
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la

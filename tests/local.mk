@@ -6,10 +6,11 @@ UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LIBS = runtime/libringpoint_core.la $(RP_DEPS_LIBS) $(CMOCKA_LIBS)
 UNIT_LINKFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 
-check_PROGRAMS += tests/unit/test_parse tests/unit/test_status \
-	tests/unit/test_admin tests/unit/test_context
-TESTS += tests/unit/test_parse tests/unit/test_status \
-	tests/unit/test_admin tests/unit/test_context
+UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
+	tests/unit/test_admin tests/unit/test_context \
+	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
 
 tests_unit_test_parse_SOURCES = tests/unit/test_parse.c
 tests_unit_test_parse_CPPFLAGS = $(UNIT_CPPFLAGS)
@@ -31,6 +32,21 @@ tests_unit_test_context_SOURCES = tests/unit/test_context.c
 tests_unit_test_context_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_context_LDADD = $(UNIT_LIBS)
 tests_unit_test_context_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c
+tests_unit_test_crc32c_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_crc32c_LDADD = $(UNIT_LIBS)
+tests_unit_test_crc32c_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_manifest_SOURCES = tests/unit/test_manifest.c
+tests_unit_test_manifest_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_manifest_LDADD = $(UNIT_LIBS)
+tests_unit_test_manifest_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_catalog_SOURCES = tests/unit/test_catalog.c
+tests_unit_test_catalog_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_catalog_LDADD = $(UNIT_LIBS)
+tests_unit_test_catalog_LDFLAGS = $(UNIT_LINKFLAGS)
 endif
 
 # cmocka writes TAP when asked; the harness counts its results.

@@ -5,26 +5,12 @@
  * as something else costs hours of lost training.
  */
 #include "util/parse.h"
+#include "util/str.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-static void rp_parse_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void rp_parse_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /*
  * Read a run of decimal digits at *pp, advancing it. Fails on no digits or
@@ -58,15 +44,15 @@ rp_status_t rp__parse_uint(const char *text, uint64_t min, uint64_t max,
     uint64_t v;
 
     if (text == NULL || *text == '\0') {
-        rp_parse_fail(err, errlen, "empty value (expected a whole number)");
+        rp__errbuf(err, errlen, "empty value (expected a whole number)");
         return RP_ERR_INVALID_ARG;
     }
     if (!rp_parse_digits(&p, UINT64_MAX, &v) || *p != '\0') {
-        rp_parse_fail(err, errlen, "'%s' is not a whole number", text);
+        rp__errbuf(err, errlen, "'%s' is not a whole number", text);
         return RP_ERR_INVALID_ARG;
     }
     if (v < min || v > max) {
-        rp_parse_fail(err, errlen, "%llu is out of range [%llu, %llu]",
+        rp__errbuf(err, errlen, "%llu is out of range [%llu, %llu]",
                       (unsigned long long)v, (unsigned long long)min,
                       (unsigned long long)max);
         return RP_ERR_INVALID_ARG;
@@ -139,7 +125,7 @@ rp_status_t rp__parse_duration(const char *text, uint64_t *seconds_p,
     uint64_t v, unit = 1;
 
     if (text == NULL || *text == '\0') {
-        rp_parse_fail(err, errlen, "empty duration (accepted: %s)",
+        rp__errbuf(err, errlen, "empty duration (accepted: %s)",
                       RP_DURATION_FORMS);
         return RP_ERR_INVALID_ARG;
     }
@@ -165,7 +151,7 @@ rp_status_t rp__parse_duration(const char *text, uint64_t *seconds_p,
         goto err_form;
     }
     if (v > RP_DURATION_MAX_S / unit) {
-        rp_parse_fail(err, errlen, "'%s' is longer than the maximum of 366 days",
+        rp__errbuf(err, errlen, "'%s' is longer than the maximum of 366 days",
                       text);
         return RP_ERR_INVALID_ARG;
     }
@@ -173,7 +159,7 @@ rp_status_t rp__parse_duration(const char *text, uint64_t *seconds_p,
     return RP_OK;
 
 err_form:
-    rp_parse_fail(err, errlen, "'%s' is not a duration (accepted: %s)", text,
+    rp__errbuf(err, errlen, "'%s' is not a duration (accepted: %s)", text,
                   RP_DURATION_FORMS);
     return RP_ERR_INVALID_ARG;
 }

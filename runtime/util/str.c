@@ -3,6 +3,8 @@
  */
 #include "util/str.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 bool rp__strlcpy(char *dst, const char *src, size_t size)
@@ -19,4 +21,16 @@ bool rp__strlcpy(char *dst, const char *src, size_t size)
     }
     memcpy(dst, src, len + 1);
     return true;
+}
+
+void rp__errbuf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }

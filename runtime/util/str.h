@@ -12,4 +12,9 @@
  * Returns false if @src did not fit and was truncated. */
 bool rp__strlcpy(char *dst, const char *src, size_t size);
 
+/* Format a message into a caller's error buffer; NULL or empty buffers are
+ * allowed (the caller did not want the reason). */
+void rp__errbuf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif /* RP_UTIL_STR_H */
