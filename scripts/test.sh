@@ -13,8 +13,15 @@
 # 4. the cluster torn down again.
 # Run as root on Debian 12 after scripts/deps.sh. Environment:
 #   RP_TEST_DISTCHECK=0   skip make distcheck (saves a few minutes)
+#   RP_TEST_PREFIX=DIR    install into DIR (plugin into DIR/lib/slurm)
+#                         instead of /usr/local and Slurm's plugin directory
 #   RP_CLUSTER_DIR        where the cluster keeps its state
 set -uo pipefail
+
+install_args=()
+if [ -n "${RP_TEST_PREFIX:-}" ]; then
+    install_args=(--prefix="$RP_TEST_PREFIX" --with-slurm-plugindir="$RP_TEST_PREFIX/lib/slurm")
+fi
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 pattern=${1:-}
@@ -64,7 +71,7 @@ fi
 
 # ---- 2. release build, install, distcheck
 say "release build"
-if "$top/scripts/build.sh" "$top/build" --enable-werror | tee "$RP_TEST_LOGDIR/build.log"; then
+if "$top/scripts/build.sh" "$top/build" --enable-werror "${install_args[@]}" | tee "$RP_TEST_LOGDIR/build.log"; then
     record pass build-release
     warnings=$(sed -n 's/^warnings: //p' "$RP_TEST_LOGDIR/build.log")
     if [ "${warnings:-1}" -eq 0 ]; then record pass build-warning-free; else record fail build-warning-free; fi
