@@ -7,3 +7,8 @@ contrib/slurm/ringpoint.conf: $(srcdir)/contrib/slurm/ringpoint.conf.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) contrib/slurm && \
 	sed -e 's|@plugindir[@]|$(SLURM_PLUGINDIR)|g' \
 	    $(srcdir)/contrib/slurm/ringpoint.conf.in > $@.tmp && mv $@.tmp $@
+
+# Examples are installed as source: they show how to build against the
+# installed library with pkg-config.
+examplesdir = $(pkgdatadir)/examples
+dist_examples_DATA = contrib/examples/hello.c

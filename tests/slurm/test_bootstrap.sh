@@ -100,4 +100,17 @@ test_mpirun_4_ranks() {
     check_ranks "$out" 4 1 300
 }
 
+test_installed_api_via_pkg_config() {
+    local dir=$RP_CLUSTER_DIR/work/hello out
+    mkdir -p "$dir"
+    # What an application author does: build against the installed headers
+    # and library through pkg-config, then run under srun.
+    export PKG_CONFIG_PATH=$RP_PREFIX/lib/pkgconfig
+    cc -Wall -Wextra -Werror "$RP_PREFIX/share/ringpoint/examples/hello.c" \
+        $(pkg-config --cflags --libs ringpoint) -Wl,-rpath,"$RP_PREFIX/lib" -o "$dir/hello"
+    out=$(srun --mpi=pmix -N2 -n2 --ckpt-interval=2m "$dir/hello" | sort)
+    assert_contains "$out" "hello from rank 0 of 2 on n1 (checkpoint every 120s)"
+    assert_contains "$out" "hello from rank 1 of 2 on n2 (checkpoint every 120s)"
+}
+
 run_all
