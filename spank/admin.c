@@ -5,9 +5,46 @@
 
 #include "spank/admin.h"
 #include "util/parse.h"
+#include "util/str.h"
 
 #include <stdio.h>
 #include <string.h>
+
+static bool rp_key_is(const char *arg, size_t keylen, const char *key)
+{
+    return keylen == strlen(key) && strncmp(arg, key, keylen) == 0;
+}
+
+/* allowed_roots=/scratch:/home: absolute paths without escapes. */
+static rp_status_t rp_spank_admin_roots(const char *value,
+                                        rp_spank_admin_t *admin, char *why,
+                                        size_t len)
+{
+    const char *r = value;
+
+    if (*value == '\0') {
+        snprintf(why, len, "empty list (expected /path[:/path...])");
+        return RP_ERR_INVALID_ARG;
+    }
+    while (*r != '\0') {
+        const char *end = strchrnul(r, ':');
+
+        if (*r != '/' || memchr(r, '%', (size_t)(end - r)) != NULL ||
+            memmem(r, (size_t)(end - r), "/..", 3) != NULL) {
+            snprintf(why, len, "'%.*s' is not an absolute path without %% "
+                     "or .. (expected /path[:/path...])", (int)(end - r), r);
+            return RP_ERR_INVALID_ARG;
+        }
+        r = *end == ':' ? end + 1 : end;
+    }
+    if (!rp__strlcpy(admin->allowed_roots, value,
+                     sizeof(admin->allowed_roots))) {
+        snprintf(why, len, "longer than %zu bytes",
+                 sizeof(admin->allowed_roots) - 1);
+        return RP_ERR_INVALID_ARG;
+    }
+    return RP_OK;
+}
 
 rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
                                   rp_spank_admin_t *admin, char *err,
@@ -30,17 +67,31 @@ rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
         }
         keylen = (size_t)(eq - arg);
         value = eq + 1;
-        if (keylen == strlen("default_interval") &&
-            strncmp(arg, "default_interval", keylen) == 0) {
+        if (rp_key_is(arg, keylen, "default_interval")) {
             if (rp__parse_duration(value, &admin->default_interval_s, why,
                                    sizeof(why)) != RP_OK) {
                 goto err_value;
             }
             admin->has_default_interval = true;
-        } else if (keylen == strlen("min_interval") &&
-                   strncmp(arg, "min_interval", keylen) == 0) {
+        } else if (rp_key_is(arg, keylen, "min_interval")) {
             if (rp__parse_duration(value, &admin->min_interval_s, why,
                                    sizeof(why)) != RP_OK) {
+                goto err_value;
+            }
+        } else if (rp_key_is(arg, keylen, "max_keep")) {
+            if (rp__parse_uint(value, 1, RP_SPANK_KEEP_LIMIT, &admin->max_keep,
+                               why, sizeof(why)) != RP_OK) {
+                goto err_value;
+            }
+        } else if (rp_key_is(arg, keylen, "max_requeues")) {
+            if (rp__parse_uint(value, 0, RP_SPANK_REQUEUE_LIMIT,
+                               &admin->max_requeues, why,
+                               sizeof(why)) != RP_OK) {
+                goto err_value;
+            }
+            admin->has_max_requeues = true;
+        } else if (rp_key_is(arg, keylen, "allowed_roots")) {
+            if (rp_spank_admin_roots(value, admin, why, sizeof(why)) != RP_OK) {
                 goto err_value;
             }
         } else {

@@ -14,14 +14,25 @@
 
 #include "ringpoint/status.h"
 
+/* Bounds when the site sets none. */
+#define RP_SPANK_KEEP_LIMIT     1000000
+#define RP_SPANK_REQUEUE_LIMIT  1000
+/* What a bare --ckpt-requeue means when the site sets no max_requeues. */
+#define RP_SPANK_DEFAULT_REQUEUES 3
+
 typedef struct rp_spank_admin {
     bool has_default_interval;   /* default_interval= given */
     uint64_t default_interval_s; /* exported when the user sets none */
     uint64_t min_interval_s;     /* 0: no minimum */
+    uint64_t max_keep;           /* 0: no maximum */
+    bool has_max_requeues;       /* max_requeues= given */
+    uint64_t max_requeues;
+    char allowed_roots[1024];    /* colon-separated absolute paths; "": any */
 } rp_spank_admin_t;
 
 /* The keys, for messages. */
-#define RP_SPANK_ADMIN_KEYS "default_interval, min_interval"
+#define RP_SPANK_ADMIN_KEYS \
+    "default_interval, min_interval, max_keep, max_requeues, allowed_roots"
 
 /* Parse argv[0..argc) into @admin (zeroed first). */
 rp_status_t rp__spank_admin_parse(int argc, char *const argv[],

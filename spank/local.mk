@@ -6,7 +6,8 @@ slurmplugin_LTLIBRARIES = spank/ringpoint.la
 spank_ringpoint_la_SOURCES = \
 	spank/plugin.c \
 	spank/options.c spank/options.h \
-	spank/admin.c spank/admin.h
+	spank/admin.c spank/admin.h \
+	spank/ckpt_dir.c spank/ckpt_dir.h
 spank_ringpoint_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 spank_ringpoint_la_LIBADD = runtime/libringpoint_util.la
 spank_ringpoint_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \

@@ -1,49 +1,298 @@
 /*
- * Option callbacks and the export of resolved values to the tasks.
+ * Option callbacks, validation and the export of resolved values.
  *
- * Slurm calls an option's callback once in the submitting process (srun,
- * sbatch, salloc: remote == 0) and again in slurmstepd with the forwarded
- * value (remote == 1), and may call it more than once per process; every
- * callback therefore just overwrites the state, last value wins.
+ * Slurm calls an option's callback in the submitting process (srun, sbatch,
+ * salloc: remote == 0) and again in slurmstepd with the forwarded text
+ * (remote == 1), possibly more than once per process: callbacks only check
+ * and store the text, last value wins. The submitting process is where a
+ * clear error still reaches the user's terminal before anything is queued,
+ * so everything is validated there; slurmstepd validates again, because the
+ * environment can reach it by other routes (sbatch --export, a changed
+ * plugstack.conf) and it is where --ckpt-dir is expanded.
  */
 #include "config.h"
 
+#include "spank/ckpt_dir.h"
 #include "spank/options.h"
 #include "util/parse.h"
+#include "util/str.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-rp_spank_state_t rp_spank_state;
+rp_spank_admin_t rp_spank_admin;
 
-static int rp_opt_ckpt_interval(int val, const char *optarg, int remote)
+/* Where a setting is being resolved, and what --ckpt-dir expands with. */
+typedef struct rp_resolve_ctx {
+    bool remote;
+    const char *base;        /* directory relative paths are taken against */
+    rp_ckpt_dir_vars_t vars; /* valid when remote */
+} rp_resolve_ctx_t;
+
+/* Check @text and write the value exported to the tasks into @out. */
+typedef rp_status_t (*rp_resolve_fn)(const rp_resolve_ctx_t *rc,
+                                     const char *text, char *out, size_t len,
+                                     char *why, size_t whylen);
+
+typedef struct rp_setting {
+    const char *option; /* without the leading "--" */
+    const char *env;
+    rp_resolve_fn resolve;
+    bool set;           /* given on the command line */
+    char text[PATH_MAX];
+} rp_setting_t;
+
+static rp_status_t rp_resolve_interval(const rp_resolve_ctx_t *rc,
+                                       const char *text, char *out,
+                                       size_t len, char *why, size_t whylen)
 {
-    char why[256];
     uint64_t seconds;
 
-    (void)val;
-    if (rp__parse_duration(optarg, &seconds, why, sizeof(why)) != RP_OK ||
-        rp__spank_admin_check_interval(&rp_spank_state.admin, seconds, why,
-                                       sizeof(why)) != RP_OK) {
-        slurm_error("ringpoint: --ckpt-interval=%s: %s", optarg ? optarg : "",
-                    why);
-        (void)remote;
+    (void)rc;
+    if (rp__parse_duration(text, &seconds, why, whylen) != RP_OK ||
+        rp__spank_admin_check_interval(&rp_spank_admin, seconds, why,
+                                       whylen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    snprintf(out, len, "%" PRIu64, seconds);
+    return RP_OK;
+}
+
+static rp_status_t rp_resolve_dir(const rp_resolve_ctx_t *rc, const char *text,
+                                  char *out, size_t len, char *why,
+                                  size_t whylen)
+{
+    char normal[PATH_MAX];
+
+    if (rp__ckpt_dir_normalize(rc->base, text, normal, sizeof(normal), why,
+                               whylen) != RP_OK ||
+        rp__ckpt_dir_check_roots(normal, rp_spank_admin.allowed_roots, why,
+                                 whylen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (!rc->remote) {
+        return rp__strlcpy(out, normal, len) ? RP_OK : RP_ERR_INVALID_ARG;
+    }
+    return rp__ckpt_dir_expand(normal, &rc->vars, out, len, why, whylen);
+}
+
+static rp_status_t rp_resolve_keep(const rp_resolve_ctx_t *rc,
+                                   const char *text, char *out, size_t len,
+                                   char *why, size_t whylen)
+{
+    uint64_t max = rp_spank_admin.max_keep != 0 ? rp_spank_admin.max_keep
+                                                : RP_SPANK_KEEP_LIMIT;
+    uint64_t keep;
+
+    (void)rc;
+    if (rp__parse_uint(text, 0, UINT64_MAX, &keep, why, whylen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (keep == 0) {
+        snprintf(why, whylen, "at least 1 checkpoint must be kept");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (keep > max) {
+        snprintf(why, whylen, "%" PRIu64 " is above this site's maximum of %"
+                 PRIu64 " checkpoints", keep, max);
+        return RP_ERR_INVALID_ARG;
+    }
+    snprintf(out, len, "%" PRIu64, keep);
+    return RP_OK;
+}
+
+static rp_status_t rp_resolve_requeue(const rp_resolve_ctx_t *rc,
+                                      const char *text, char *out, size_t len,
+                                      char *why, size_t whylen)
+{
+    uint64_t max = rp_spank_admin.has_max_requeues ? rp_spank_admin.max_requeues
+                                                   : RP_SPANK_REQUEUE_LIMIT;
+    uint64_t n;
+
+    (void)rc;
+    if (*text == '\0') { /* a bare --ckpt-requeue */
+        n = rp_spank_admin.has_max_requeues ? rp_spank_admin.max_requeues
+                                            : RP_SPANK_DEFAULT_REQUEUES;
+    } else if (rp__parse_uint(text, 0, UINT64_MAX, &n, why, whylen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (n > max) {
+        snprintf(why, whylen, "%" PRIu64 " is above this site's maximum of %"
+                 PRIu64 " requeues", n, max);
+        return RP_ERR_INVALID_ARG;
+    }
+    snprintf(out, len, "%" PRIu64, n);
+    return RP_OK;
+}
+
+static rp_status_t rp_resolve_signal(const rp_resolve_ctx_t *rc,
+                                     const char *text, char *out, size_t len,
+                                     char *why, size_t whylen)
+{
+    int signo;
+
+    (void)rc;
+    if (rp__parse_signal(text, &signo, why, whylen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (signo == SIGUSR1 && !rc->remote) {
+        slurm_spank_log("ringpoint: warning: --ckpt-signal=%s: NCCL also "
+                        "handles SIGUSR1; USR2 is the safe choice", text);
+    }
+    return rp__strlcpy(out, rp__signal_name(signo), len) ? RP_OK
+                                                         : RP_ERR_INVALID_ARG;
+}
+
+enum { RP_SET_INTERVAL, RP_SET_DIR, RP_SET_KEEP, RP_SET_REQUEUE, RP_SET_SIGNAL,
+       RP_SET_COUNT };
+
+static rp_setting_t rp_settings[RP_SET_COUNT] = {
+    [RP_SET_INTERVAL] = {"ckpt-interval", "RINGPOINT_CKPT_INTERVAL", rp_resolve_interval, false, ""},
+    [RP_SET_DIR]      = {"ckpt-dir",      "RINGPOINT_CKPT_DIR",      rp_resolve_dir,      false, ""},
+    [RP_SET_KEEP]     = {"ckpt-keep",     "RINGPOINT_CKPT_KEEP",     rp_resolve_keep,     false, ""},
+    [RP_SET_REQUEUE]  = {"ckpt-requeue",  "RINGPOINT_CKPT_REQUEUE",  rp_resolve_requeue,  false, ""},
+    [RP_SET_SIGNAL]   = {"ckpt-signal",   "RINGPOINT_CKPT_SIGNAL",   rp_resolve_signal,   false, ""},
+};
+
+/* The forms each setting accepts, appended to its errors. */
+static const char *rp_setting_forms(int which)
+{
+    switch (which) {
+    case RP_SET_INTERVAL: return RP_DURATION_FORMS;
+    case RP_SET_DIR:      return RP_CKPT_DIR_FORMS;
+    case RP_SET_KEEP:     return "a whole number of checkpoints, at least 1";
+    case RP_SET_REQUEUE:  return "a whole number of requeues; 0 never requeues";
+    default:              return RP_SIGNAL_FORMS;
+    }
+}
+
+/* Resolve in the submitting process; the base of relative paths is the
+ * current directory, which becomes the job's submit directory. */
+static int rp_check_local(int which, const char *text, const char *source)
+{
+    rp_resolve_ctx_t rc = {.remote = false, .base = NULL};
+    char cwd[PATH_MAX], out[PATH_MAX], why[PATH_MAX + 256] = "";
+
+    if (getcwd(cwd, sizeof(cwd)) != NULL) {
+        rc.base = cwd;
+    }
+    if (rp_settings[which].resolve(&rc, text, out, sizeof(out), why,
+                                   sizeof(why)) != RP_OK) {
+        slurm_error("ringpoint: %s=%s: %s", source, text, why);
+        if (strstr(why, "accepted") == NULL) {
+            slurm_error("ringpoint: %s accepts %s", source,
+                        rp_setting_forms(which));
+        }
         return -1;
     }
-    rp_spank_state.interval_set = true;
-    rp_spank_state.interval_s = seconds;
     return 0;
 }
 
+/* Store a command-line value; validate it where the user can see errors. */
+static int rp_option_set(int which, const char *optarg, int remote)
+{
+    char source[64];
+    const char *text = optarg != NULL ? optarg : "";
+
+    snprintf(source, sizeof(source), "--%s", rp_settings[which].option);
+    if (!rp__strlcpy(rp_settings[which].text, text,
+                     sizeof(rp_settings[which].text))) {
+        slurm_error("ringpoint: %s: the value is longer than %zu bytes",
+                    source, sizeof(rp_settings[which].text) - 1);
+        return -1;
+    }
+    if (!remote && rp_check_local(which, text, source) != 0) {
+        return -1;
+    }
+    rp_settings[which].set = true;
+    return 0;
+}
+
+static int rp_opt_interval(int val, const char *optarg, int remote)
+{
+    (void)val;
+    return rp_option_set(RP_SET_INTERVAL, optarg, remote);
+}
+
+static int rp_opt_dir(int val, const char *optarg, int remote)
+{
+    (void)val;
+    return rp_option_set(RP_SET_DIR, optarg, remote);
+}
+
+static int rp_opt_keep(int val, const char *optarg, int remote)
+{
+    (void)val;
+    return rp_option_set(RP_SET_KEEP, optarg, remote);
+}
+
+/* --ckpt-requeue and --no-ckpt-requeue contradict each other; Slurm does
+ * not say in which order it reports them, so both together are refused
+ * rather than one silently winning. */
+static bool rp_requeue_seen, rp_no_requeue_seen;
+
+static int rp_opt_requeue(int val, const char *optarg, int remote)
+{
+    (void)val;
+    rp_requeue_seen = true;
+    if (rp_no_requeue_seen && !remote) {
+        slurm_error("ringpoint: --ckpt-requeue and --no-ckpt-requeue "
+                    "contradict each other; give one");
+        return -1;
+    }
+    /* In slurmstepd, the refusal above already happened at submit time. */
+    return rp_no_requeue_seen ? 0 : rp_option_set(RP_SET_REQUEUE, optarg, remote);
+}
+
+static int rp_opt_no_requeue(int val, const char *optarg, int remote)
+{
+    (void)val;
+    (void)optarg;
+    rp_no_requeue_seen = true;
+    if (rp_requeue_seen && !remote) {
+        slurm_error("ringpoint: --ckpt-requeue and --no-ckpt-requeue "
+                    "contradict each other; give one");
+        return -1;
+    }
+    return rp_option_set(RP_SET_REQUEUE, "0", remote);
+}
+
+static int rp_opt_signal(int val, const char *optarg, int remote)
+{
+    (void)val;
+    return rp_option_set(RP_SET_SIGNAL, optarg, remote);
+}
+
 static struct spank_option rp_spank_options[] = {
-    {
-        "ckpt-interval", "DURATION",
-        "[ringpoint] Checkpoint every DURATION: seconds (900), 90s, 15m, 2h, "
-        "1d or [[D-]HH:]MM:SS; 0 checkpoints only on a signal. Tasks see "
-        "RINGPOINT_CKPT_INTERVAL (seconds).",
-        1, 0, rp_opt_ckpt_interval
-    },
+    {"ckpt-interval", "DURATION",
+     "[ringpoint] Checkpoint every DURATION: seconds (900), 90s, 15m, 2h, 1d "
+     "or [[D-]HH:]MM:SS; 0 checkpoints only on a signal.",
+     1, 0, rp_opt_interval},
+    {"ckpt-dir", "PATH",
+     "[ringpoint] Keep checkpoints in PATH (stable across requeues; "
+     "relative to the submit directory; %j %A %a %u %x expand).",
+     1, 0, rp_opt_dir},
+    {"ckpt-keep", "N",
+     "[ringpoint] Keep the newest N complete checkpoints (the newest is "
+     "never removed).",
+     1, 0, rp_opt_keep},
+    {"ckpt-requeue", "[MAX]",
+     "[ringpoint] Requeue the job after a checkpoint taken for preemption "
+     "or a time limit, at most MAX times (0: never).",
+     2, 0, rp_opt_requeue},
+    {"no-ckpt-requeue", NULL,
+     "[ringpoint] Never requeue the job (same as --ckpt-requeue=0).",
+     0, 0, rp_opt_no_requeue},
+    {"ckpt-signal", "SIG",
+     "[ringpoint] The early-warning signal asked for with sbatch "
+     "--signal=B:SIG@TIME (default USR2; NCCL uses USR1).",
+     1, 0, rp_opt_signal},
 };
 
 int rp__spank_options_register(spank_t sp)
@@ -65,50 +314,94 @@ int rp__spank_options_register(spank_t sp)
 
 int rp__spank_options_check_env(void)
 {
-    const char *value;
-    char why[256];
-    uint64_t seconds;
+    int which, rc = 0;
 
-    /* The command line wins over the environment, so only an unused
-     * variable needs checking here; the tasks would refuse it later, but
-     * only after the job had queued and started. */
-    value = getenv("RINGPOINT_CKPT_INTERVAL");
-    if (!rp_spank_state.interval_set && value != NULL &&
-        (rp__parse_duration(value, &seconds, why, sizeof(why)) != RP_OK ||
-         rp__spank_admin_check_interval(&rp_spank_state.admin, seconds, why,
-                                        sizeof(why)) != RP_OK)) {
-        slurm_error("ringpoint: RINGPOINT_CKPT_INTERVAL=%s: %s", value, why);
-        return -1;
+    /* The command line wins over the environment, so only variables that
+     * will be used need checking; the tasks would refuse a bad one too,
+     * but only after the job had queued and started. */
+    for (which = 0; which < RP_SET_COUNT; which++) {
+        const char *value = getenv(rp_settings[which].env);
+
+        if (!rp_settings[which].set && value != NULL &&
+            rp_check_local(which, value, rp_settings[which].env) != 0) {
+            rc = -1;
+        }
     }
-    return 0;
+    return rc;
 }
 
-static int rp_spank_setenv_u64(spank_t sp, const char *name, uint64_t value,
-                               int overwrite)
+/* Fill what --ckpt-dir expands with from the job. */
+static void rp_remote_ctx(spank_t sp, rp_resolve_ctx_t *rc, char *submit_dir,
+                          size_t dirlen, char *user, size_t userlen,
+                          char *name, size_t namelen)
 {
-    char buf[32];
-    spank_err_t rc;
-
-    snprintf(buf, sizeof(buf), "%" PRIu64, value);
-    rc = spank_setenv(sp, name, buf, overwrite);
-    if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS) {
-        slurm_error("ringpoint: could not set %s in the job environment: %s",
-                    name, spank_strerror(rc));
-        return -1;
+    memset(rc, 0, sizeof(*rc));
+    rc->remote = true;
+    if (spank_getenv(sp, "SLURM_SUBMIT_DIR", submit_dir, (int)dirlen) ==
+        ESPANK_SUCCESS) {
+        rc->base = submit_dir;
     }
-    return 0;
+    if (spank_getenv(sp, "SLURM_JOB_USER", user, (int)userlen) ==
+        ESPANK_SUCCESS) {
+        rc->vars.user = user;
+    }
+    if (spank_getenv(sp, "SLURM_JOB_NAME", name, (int)namelen) ==
+        ESPANK_SUCCESS) {
+        rc->vars.job_name = name;
+    }
+    spank_get_item(sp, S_JOB_ID, &rc->vars.job_id);
+    if (spank_get_item(sp, S_JOB_ARRAY_ID, &rc->vars.array_job_id) !=
+        ESPANK_SUCCESS) {
+        rc->vars.array_job_id = 0;
+    }
+    if (rc->vars.array_job_id != 0 &&
+        spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &rc->vars.array_task_id) !=
+            ESPANK_SUCCESS) {
+        rc->vars.array_task_id = 0;
+    }
 }
 
 int rp__spank_options_export(spank_t sp)
 {
-    if (rp_spank_state.interval_set) {
-        return rp_spank_setenv_u64(sp, "RINGPOINT_CKPT_INTERVAL",
-                                   rp_spank_state.interval_s, 1);
-    }
-    /* The site default yields to a value the user exported himself. */
-    if (rp_spank_state.admin.has_default_interval) {
-        return rp_spank_setenv_u64(sp, "RINGPOINT_CKPT_INTERVAL",
-                                   rp_spank_state.admin.default_interval_s, 0);
+    static char env_text[PATH_MAX], out[PATH_MAX], why[PATH_MAX + 256];
+    char submit_dir[PATH_MAX], user[256], name[256];
+    rp_resolve_ctx_t rc;
+    int which;
+
+    rp_remote_ctx(sp, &rc, submit_dir, sizeof(submit_dir), user, sizeof(user),
+                  name, sizeof(name));
+    for (which = 0; which < RP_SET_COUNT; which++) {
+        rp_setting_t *s = &rp_settings[which];
+        const char *text = NULL, *source = NULL;
+        spank_err_t err;
+
+        if (s->set) {
+            text = s->text;
+            source = s->option;
+        } else if (spank_getenv(sp, s->env, env_text, sizeof(env_text)) ==
+                   ESPANK_SUCCESS) {
+            text = env_text;
+            source = s->env;
+        } else if (which == RP_SET_INTERVAL &&
+                   rp_spank_admin.has_default_interval) {
+            snprintf(env_text, sizeof(env_text), "%" PRIu64,
+                     rp_spank_admin.default_interval_s);
+            text = env_text;
+            source = "default_interval";
+        } else {
+            continue;
+        }
+        if (s->resolve(&rc, text, out, sizeof(out), why, sizeof(why)) !=
+            RP_OK) {
+            slurm_error("ringpoint: %s=%s: %s", source, text, why);
+            return -1;
+        }
+        err = spank_setenv(sp, s->env, out, 1);
+        if (err != ESPANK_SUCCESS) {
+            slurm_error("ringpoint: could not set %s in the job environment: "
+                        "%s", s->env, spank_strerror(err));
+            return -1;
+        }
     }
     return 0;
 }

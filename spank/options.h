@@ -1,34 +1,30 @@
 /*
  * The srun/sbatch/salloc options the plugin adds, and the values they
- * resolved to. Values are validated in the submitting process, where a
- * clear error can still reach the user's terminal before anything starts.
+ * resolve to. Each option has a RINGPOINT_* twin in the environment: the
+ * command line wins, the environment is the user's default, and the
+ * resolved value is exported under the same name so that steps inside a
+ * batch script inherit it.
  */
 #ifndef RP_SPANK_OPTIONS_H
 #define RP_SPANK_OPTIONS_H
 
 #include <slurm/spank.h>
-#include <stdbool.h>
-#include <stdint.h>
 
 #include "spank/admin.h"
 
-typedef struct rp_spank_state {
-    rp_spank_admin_t admin;
-    bool interval_set;   /* --ckpt-interval was given */
-    uint64_t interval_s;
-} rp_spank_state_t;
-
-/* The one plugin-wide state: SPANK loads a plugin once per process. */
-extern rp_spank_state_t rp_spank_state;
+/* The site's settings, parsed in slurm_spank_init. SPANK loads a plugin
+ * once per process, so one instance serves the whole process. */
+extern rp_spank_admin_t rp_spank_admin;
 
 /* Register the options with Slurm (local, allocator and remote contexts). */
 int rp__spank_options_register(spank_t sp);
 
-/* Check settings that came from the environment rather than an option, in
- * the submitting process (init_post_opt). */
+/* In the submitting process, after option parsing: check the settings that
+ * come from the environment rather than the command line. */
 int rp__spank_options_check_env(void);
 
-/* Export the resolved values to the job's environment (slurmstepd). */
+/* In slurmstepd: resolve every setting for this job (expanding --ckpt-dir)
+ * and export it to the tasks' environment. */
 int rp__spank_options_export(spank_t sp);
 
 #endif /* RP_SPANK_OPTIONS_H */

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <slurm/spank.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "spank/admin.h"
@@ -26,7 +27,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     spank_context_t ctx = spank_context();
     char err[512];
 
-    if (rp__spank_admin_parse(ac, av, &rp_spank_state.admin, err,
+    if (rp__spank_admin_parse(ac, av, &rp_spank_admin, err,
                               sizeof(err)) != RP_OK) {
         slurm_error("ringpoint: %s", err);
         return -1;

@@ -7,10 +7,12 @@
 #include "util/parse.h"
 #include "util/str.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /*
  * Read a run of decimal digits at *pp, advancing it. Fails on no digits or
@@ -195,4 +197,65 @@ void rp__format_duration(uint64_t seconds, char *buf, size_t len)
         }
         used += (size_t)w;
     }
+}
+
+/* Catchable signals that a job can reasonably be warned with. */
+static const struct {
+    int signo;
+    const char *name;
+} rp_signals[] = {
+    {SIGHUP, "HUP"},   {SIGINT, "INT"},       {SIGQUIT, "QUIT"},
+    {SIGUSR1, "USR1"}, {SIGUSR2, "USR2"},     {SIGALRM, "ALRM"},
+    {SIGTERM, "TERM"}, {SIGURG, "URG"},       {SIGXCPU, "XCPU"},
+    {SIGVTALRM, "VTALRM"}, {SIGPROF, "PROF"}, {SIGWINCH, "WINCH"},
+};
+
+const char *rp__signal_name(int signo)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(rp_signals) / sizeof(rp_signals[0]); i++) {
+        if (rp_signals[i].signo == signo) {
+            return rp_signals[i].name;
+        }
+    }
+    return NULL;
+}
+
+rp_status_t rp__parse_signal(const char *text, int *signo_p, char *err,
+                             size_t errlen)
+{
+    const char *name = text;
+    uint64_t num;
+    size_t i;
+
+    if (text == NULL || *text == '\0') {
+        rp__errbuf(err, errlen, "empty signal (accepted: %s)", RP_SIGNAL_FORMS);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (rp__parse_uint(text, 1, 64, &num, NULL, 0) == RP_OK) {
+        if (rp__signal_name((int)num) != NULL) {
+            *signo_p = (int)num;
+            return RP_OK;
+        }
+    } else {
+        if (strncasecmp(name, "SIG", 3) == 0) {
+            name += 3;
+        }
+        for (i = 0; i < sizeof(rp_signals) / sizeof(rp_signals[0]); i++) {
+            if (strcasecmp(name, rp_signals[i].name) == 0) {
+                *signo_p = rp_signals[i].signo;
+                return RP_OK;
+            }
+        }
+    }
+    if (strcasecmp(name, "KILL") == 0 || strcasecmp(name, "STOP") == 0 ||
+        strcmp(text, "9") == 0 || strcmp(text, "19") == 0) {
+        rp__errbuf(err, errlen, "'%s' cannot be caught, so no checkpoint can "
+                   "be taken on it (accepted: %s)", text, RP_SIGNAL_FORMS);
+    } else {
+        rp__errbuf(err, errlen, "'%s' is not a usable signal (accepted: %s)",
+                   text, RP_SIGNAL_FORMS);
+    }
+    return RP_ERR_INVALID_ARG;
 }

@@ -39,6 +39,23 @@ rp_status_t rp__parse_duration(const char *text, uint64_t *seconds_p,
 rp_status_t rp__parse_uint(const char *text, uint64_t min, uint64_t max,
                            uint64_t *value_p, char *err, size_t errlen);
 
+/* The signals a job may ask to be warned with, for messages. */
+#define RP_SIGNAL_FORMS                                                     \
+    "a catchable signal name or number: USR2 (default), USR1, TERM, INT, " \
+    "HUP, QUIT, ALRM, URG, XCPU, VTALRM, PROF, WINCH, or with SIG prefix"
+
+/*
+ * Parse a warning-signal name ("USR2", "SIGUSR2", "usr2") or number ("12").
+ * Signals that cannot be caught (KILL, STOP) or that mean a crash (SEGV,
+ * BUS, ...) are refused: a checkpoint cannot be taken on them.
+ */
+rp_status_t rp__parse_signal(const char *text, int *signo_p, char *err,
+                             size_t errlen);
+
+/* Canonical name without the SIG prefix ("USR2"), or NULL if the signal is
+ * not one rp__parse_signal accepts. */
+const char *rp__signal_name(int signo);
+
 /* Format seconds compactly for humans: "0s", "45s", "15m", "1h30m", "2d". */
 void rp__format_duration(uint64_t seconds, char *buf, size_t len);
 

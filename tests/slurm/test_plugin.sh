@@ -118,4 +118,89 @@ test_site_unknown_key_refused() {
     assert_contains "$out" "unknown key"
 }
 
+test_all_options_listed() {
+    local out o
+    out=$(srun --help 2>&1)
+    for o in --ckpt-interval=DURATION --ckpt-dir=PATH --ckpt-keep=N \
+             "--ckpt-requeue=[MAX]" --no-ckpt-requeue --ckpt-signal=SIG; do
+        assert_contains "$out" "$o"
+    done
+}
+
+test_options_reach_every_task() {
+    local out
+    cd "$RP_WORK"
+    out=$(srun -N2 -n2 --ckpt-dir=ck/%u-%j --ckpt-keep=3 --ckpt-requeue=2 \
+        --ckpt-signal=sigusr2 sh -c 'env | grep ^RINGPOINT_ | sort' | sort -u)
+    echo "$out"
+    assert_eq "$(echo "$out" | wc -l)" 4 "distinct lines from 2 tasks"
+    assert_contains "$out" "RINGPOINT_CKPT_KEEP=3"
+    assert_contains "$out" "RINGPOINT_CKPT_REQUEUE=2"
+    assert_contains "$out" "RINGPOINT_CKPT_SIGNAL=USR2"
+    # Relative to the submit directory, escapes expanded with the job's ids.
+    echo "$out" | grep -Eq "^RINGPOINT_CKPT_DIR=$RP_WORK/ck/$(id -un)-[0-9]+\$" ||
+        fail "RINGPOINT_CKPT_DIR not expanded as expected"
+}
+
+test_bare_requeue_and_no_requeue() {
+    assert_eq "$(srun -N1 --ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "3"
+    assert_eq "$(srun -N1 --no-ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "0"
+    expect_refused "contradict" srun -N1 --no-ckpt-requeue --ckpt-requeue=5 >/dev/null
+}
+
+test_bad_options_refused_before_any_task() {
+    local out
+    out=$(expect_refused "--ckpt-dir=/x/%q" srun -N1 --ckpt-dir=/x/%q)
+    assert_contains "$out" "%j (job id)"
+    expect_refused "goes above /" srun -N1 --ckpt-dir=/a/../.. >/dev/null
+    out=$(expect_refused "--ckpt-signal=KILL" srun -N1 --ckpt-signal=KILL)
+    assert_contains "$out" "cannot be caught"
+    expect_refused "--ckpt-signal=SEGV" srun -N1 --ckpt-signal=SEGV >/dev/null
+    out=$(expect_refused "--ckpt-keep=0" srun -N1 --ckpt-keep=0)
+    assert_contains "$out" "at least 1"
+    expect_refused "--ckpt-keep=many" srun -N1 --ckpt-keep=many >/dev/null
+    expect_refused "--ckpt-requeue=-1" srun -N1 --ckpt-requeue=-1 >/dev/null
+    out=$(RINGPOINT_CKPT_DIR=/y/%z expect_refused RINGPOINT_CKPT_DIR srun -N1)
+    assert_contains "$out" "unknown escape"
+}
+
+test_usr1_warns() {
+    local out
+    out=$(srun -N1 --ckpt-signal=USR1 printenv RINGPOINT_CKPT_SIGNAL 2>&1)
+    assert_contains "$out" "NCCL"
+    assert_contains "$out" "USR1"
+}
+
+test_sbatch_options_reach_steps() {
+    local jid out
+    cd "$RP_WORK"
+    printf '#!/bin/bash\nsrun -N1 sh -c "env | grep ^RINGPOINT_ | sort"\n' >job.sh
+    jid=$(sbatch --parsable -J rpjob --ckpt-interval=5m --ckpt-dir=runs/%x-%j \
+        --ckpt-keep=2 -o "$RP_WORK/sbatch-%j.out" job.sh)
+    for _ in $(seq 60); do
+        squeue -h -j "$jid" 2>/dev/null | grep -q . || break
+        sleep 0.5
+    done
+    out=$(cat "$RP_WORK/sbatch-$jid.out")
+    echo "$out"
+    assert_contains "$out" "RINGPOINT_CKPT_INTERVAL=300"
+    assert_contains "$out" "RINGPOINT_CKPT_KEEP=2"
+    assert_contains "$out" "RINGPOINT_CKPT_DIR=$RP_WORK/runs/rpjob-$jid"
+}
+
+test_site_limits_on_options() {
+    local out
+    with_site_args max_keep=5 max_requeues=2 allowed_roots=/var/tmp:/scratch
+    out=$(expect_refused "--ckpt-keep=6" srun -N1 --ckpt-keep=6)
+    assert_contains "$out" "maximum of 5"
+    out=$(expect_refused "--ckpt-requeue=3" srun -N1 --ckpt-requeue=3)
+    assert_contains "$out" "maximum of 2"
+    out=$(expect_refused "--ckpt-dir=/etc/ck" srun -N1 --ckpt-dir=/etc/ck)
+    assert_contains "$out" "outside this site's checkpoint roots"
+    expect_refused "--ckpt-dir=/scratchpad" srun -N1 --ckpt-dir=/scratchpad >/dev/null
+    # A bare --ckpt-requeue means the site's maximum.
+    assert_eq "$(srun -N1 --ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "2"
+    assert_eq "$(srun -N1 --ckpt-dir=/var/tmp/x/%j printenv RINGPOINT_CKPT_DIR | grep -c '^/var/tmp/x/[0-9]')" "1"
+}
+
 run_all

@@ -52,7 +52,7 @@ static void test_unknown_key_is_an_error(void **state)
     (void)state;
     assert_int_equal(parse(2, argv, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
     assert_non_null(strstr(err, "min_intervall"));
-    assert_non_null(strstr(err, "default_interval, min_interval"));
+    assert_non_null(strstr(err, "default_interval, min_interval, max_keep"));
 }
 
 static void test_malformed_arguments(void **state)
@@ -107,6 +107,36 @@ static void test_default_must_respect_minimum(void **state)
     assert_non_null(strstr(err, "default_interval"));
 }
 
+static void test_keep_requeue_roots(void **state)
+{
+    char *argv[] = {"max_keep=5", "max_requeues=0", "allowed_roots=/scratch:/home/"};
+    char *bad_keep[] = {"max_keep=0"};
+    char *bad_requeues[] = {"max_requeues=many"};
+    char *bad_roots[][1] = {{"allowed_roots=scratch"}, {"allowed_roots=/s/%u"},
+                            {"allowed_roots=/s/../etc"}, {"allowed_roots="},
+                            {"allowed_roots=/a::/b"}};
+    rp_spank_admin_t a;
+    char err[256];
+    size_t i;
+
+    (void)state;
+    assert_int_equal(parse(3, argv, &a, err, sizeof(err)), RP_OK);
+    assert_int_equal(a.max_keep, 5);
+    assert_true(a.has_max_requeues);
+    assert_int_equal(a.max_requeues, 0);
+    assert_string_equal(a.allowed_roots, "/scratch:/home/");
+    assert_int_equal(parse(1, bad_keep, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "max_keep"));
+    assert_int_equal(parse(1, bad_requeues, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "max_requeues"));
+    for (i = 0; i < sizeof(bad_roots) / sizeof(bad_roots[0]); i++) {
+        if (parse(1, bad_roots[i], &a, err, sizeof(err)) == RP_OK) {
+            fail_msg("accepted %s", bad_roots[i][0]);
+        }
+        assert_non_null(strstr(err, "allowed_roots"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +146,7 @@ int main(void)
         cmocka_unit_test(test_malformed_arguments),
         cmocka_unit_test(test_interval_bounds),
         cmocka_unit_test(test_default_must_respect_minimum),
+        cmocka_unit_test(test_keep_requeue_roots),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

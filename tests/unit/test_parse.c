@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <signal.h>
 #include <string.h>
 
 #include "util/parse.h"
@@ -163,6 +164,45 @@ static void test_format_duration(void **state)
     assert_int_equal(back, 900);
 }
 
+static void test_signal(void **state)
+{
+    static const struct { const char *text; int signo; } good[] = {
+        {"USR2", SIGUSR2}, {"usr2", SIGUSR2}, {"SIGUSR2", SIGUSR2},
+        {"sigterm", SIGTERM}, {"USR1", SIGUSR1}, {"12", SIGUSR2},
+        {"15", SIGTERM}, {"URG", SIGURG}, {"XCPU", SIGXCPU},
+    };
+    static const char *const bad[] = {
+        "", "KILL", "SIGKILL", "9", "STOP", "19", "SEGV", "11", "0", "65",
+        "USR3", "SIG", "USR2 ", " USR2", "-12", "B:USR2",
+    };
+    char err[512];
+    size_t i;
+    int signo;
+
+    (void)state;
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        signo = -1;
+        if (rp__parse_signal(good[i].text, &signo, err, sizeof(err)) != RP_OK) {
+            fail_msg("'%s' rejected: %s", good[i].text, err);
+        }
+        assert_int_equal(signo, good[i].signo);
+        assert_non_null(rp__signal_name(signo));
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        signo = -1;
+        if (rp__parse_signal(bad[i], &signo, err, sizeof(err)) == RP_OK) {
+            fail_msg("'%s' accepted as %d", bad[i], signo);
+        }
+        assert_int_equal(signo, -1);
+        assert_non_null(strstr(err, "USR2"));
+    }
+    assert_int_equal(rp__parse_signal("KILL", &signo, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "cannot be caught"));
+    assert_string_equal(rp__signal_name(SIGUSR2), "USR2");
+    assert_null(rp__signal_name(SIGKILL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_duration_error_names_forms),
         cmocka_unit_test(test_uint),
         cmocka_unit_test(test_format_duration),
+        cmocka_unit_test(test_signal),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
