@@ -14,5 +14,6 @@
 #include <ringpoint/status.h>
 #include <ringpoint/types.h>
 #include <ringpoint/context.h>
+#include <ringpoint/coll.h>
 
 #endif /* RINGPOINT_H */

@@ -19,6 +19,22 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/settings.c runtime/core/settings.h \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
 	runtime/bootstrap/single.c \
+	runtime/transport/transport.c runtime/transport/transport.h \
+	runtime/coll/api.c \
+	runtime/coll/chunk.c runtime/coll/chunk.h \
+	runtime/coll/comm.c runtime/coll/comm.h \
+	runtime/coll/allreduce.c \
+	runtime/coll/allreduce_ring.c \
+	runtime/coll/allreduce_rd.c \
+	runtime/coll/broadcast.c \
+	runtime/coll/allgather.c \
+	runtime/coll/barrier.c \
+	runtime/reduce/dtype.c \
+	runtime/reduce/reduce.c runtime/reduce/reduce.h \
+	runtime/reduce/reduce_generic.c \
+	runtime/reduce/reduce_x86.c \
+	runtime/reduce/half.h runtime/reduce/kernels.h \
+	runtime/reduce/kernels_impl.h runtime/reduce/simd.h \
 	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
 	runtime/ckpt/crc32c.c runtime/ckpt/crc32c.h \
 	runtime/ckpt/fileio.c runtime/ckpt/fileio.h \
@@ -38,6 +54,13 @@ runtime_libringpoint_core_la_CPPFLAGS += $(PMIX_CPPFLAGS)
 RP_DEPS_LDFLAGS += $(PMIX_LDFLAGS)
 RP_DEPS_LIBS += $(PMIX_LIBS)
 endif
+if HAVE_UCX
+runtime_libringpoint_core_la_SOURCES += runtime/transport/ucx.c
+runtime_libringpoint_core_la_CPPFLAGS += $(UCX_CPPFLAGS)
+RP_DEPS_LDFLAGS += $(UCX_LDFLAGS)
+# ucs_status_string() is libucs's; the check only finds libucp.
+RP_DEPS_LIBS += $(UCX_LIBS) -lucs
+endif
 
 lib_LTLIBRARIES += runtime/libringpoint.la
 runtime_libringpoint_la_SOURCES =
@@ -48,3 +71,10 @@ runtime_libringpoint_la_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) \
 bin_PROGRAMS += runtime/tools/ringpoint-info
 runtime_tools_ringpoint_info_SOURCES = runtime/tools/info.c
 runtime_tools_ringpoint_info_LDADD = runtime/libringpoint.la
+
+# ringpoint-ckpt works on the format layer's internals: it links the
+# convenience library rather than the shared one, which hides them.
+bin_PROGRAMS += runtime/tools/ringpoint-ckpt
+runtime_tools_ringpoint_ckpt_SOURCES = runtime/tools/ckpt.c
+runtime_tools_ringpoint_ckpt_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+runtime_tools_ringpoint_ckpt_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)

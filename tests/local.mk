@@ -9,7 +9,8 @@ UNIT_LINKFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
-	tests/unit/test_ckpt_dir
+	tests/unit/test_ckpt_dir \
+	tests/unit/test_coll
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -53,10 +54,32 @@ tests_unit_test_catalog_SOURCES = tests/unit/test_catalog.c
 tests_unit_test_catalog_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_catalog_LDADD = $(UNIT_LIBS)
 tests_unit_test_catalog_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
+tests_unit_test_coll_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_coll_LDADD = $(UNIT_LIBS)
+tests_unit_test_coll_LDFLAGS = $(UNIT_LINKFLAGS)
 endif
 
+# ringpoint-ckpt against checkpoints written by the format layer (TAP).
+check_PROGRAMS += tests/tools/ckpt_fixture
+tests_tools_ckpt_fixture_SOURCES = tests/tools/ckpt_fixture.c
+tests_tools_ckpt_fixture_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+tests_tools_ckpt_fixture_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
+TESTS += tests/tools/test_ckpt_tool.sh
+EXTRA_DIST += tests/tools/test_ckpt_tool.sh
+
 # cmocka writes TAP when asked; the harness counts its results.
-AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT;
+AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
+	RP_CKPT_TOOL=$(abs_top_builddir)/runtime/tools/ringpoint-ckpt; \
+	RP_CKPT_FIXTURE=$(abs_top_builddir)/tests/tools/ckpt_fixture; \
+	export RP_CKPT_TOOL RP_CKPT_FIXTURE;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/slurm tests/lib
+
+# The collectives' correctness program, installed for the integration test
+# (tests/slurm/test_coll.sh) to run under srun and mpirun.
+pkglibexec_PROGRAMS = tests/slurm/ringpoint-coll-check
+tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c
+tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm

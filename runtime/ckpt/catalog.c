@@ -1101,7 +1101,7 @@ static rp_status_t rp_cat_sweep_deleting(int dfd, const char *dir)
     return rc;
 }
 
-rp_status_t rp__ckpt_prune(const char *dir, unsigned keep,
+rp_status_t rp__ckpt_prune(const char *dir, unsigned keep, bool full,
                            unsigned *removed_p)
 {
     rp__ckpt_catalog_t cat;
@@ -1124,7 +1124,7 @@ rp_status_t rp__ckpt_prune(const char *dir, unsigned keep,
     if (rc != RP_OK) {
         return rc;
     }
-    rc = rp_cat_scan_fd(dfd, dir, false, &cat);
+    rc = rp_cat_scan_fd(dfd, dir, full, &cat);
     if (rc != RP_OK) {
         goto err_dfd;
     }

@@ -136,8 +136,12 @@ rp_status_t rp__ckpt_newest_complete(const char *dir, bool full,
  * finished off. *@removed_p (may be NULL) counts checkpoints deleted.
  * Keeps going past a failed deletion and returns the first error.
  * Must not run concurrently with a writer of an older step in @dir.
+ * With @full, "complete" means every chunk verified: use it whenever the
+ * newest checkpoint was not just written and checked by the caller (a
+ * quick scan cannot see a flipped payload byte, and pruning on its word
+ * could delete the last good checkpoint while keeping a bad one).
  */
-rp_status_t rp__ckpt_prune(const char *dir, unsigned keep,
+rp_status_t rp__ckpt_prune(const char *dir, unsigned keep, bool full,
                            unsigned *removed_p);
 
 /*

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "core/context.h"
+#include "coll/comm.h"
 #include "util/log.h"
 #include "util/str.h"
 
@@ -51,20 +52,33 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     if (status != RP_OK) {
         goto err_bootstrap;
     }
+    /* The transport publishes its address before the one fence; a single
+     * rank needs none (its collectives are local copies). */
+    if (ctx->bootstrap->size > 1) {
+        status = rp__transport_create("ucx", ctx->bootstrap, &ctx->transport);
+        if (status != RP_OK) {
+            goto err_bootstrap;
+        }
+    }
     status = ctx->bootstrap->ops->fence(ctx->bootstrap);
     if (status != RP_OK) {
-        goto err_bootstrap;
+        goto err_transport;
     }
     left = (ctx->bootstrap->rank + ctx->bootstrap->size - 1) %
            ctx->bootstrap->size;
     right = (ctx->bootstrap->rank + 1) % ctx->bootstrap->size;
     status = rp__peer_fetch(ctx->bootstrap, left, &ctx->left);
     if (status != RP_OK) {
-        goto err_bootstrap;
+        goto err_transport;
     }
     status = rp__peer_fetch(ctx->bootstrap, right, &ctx->right);
     if (status != RP_OK) {
-        goto err_bootstrap;
+        goto err_transport;
+    }
+    status = rp__comm_create(ctx->transport, ctx->bootstrap->rank,
+                             ctx->bootstrap->size, &ctx->settings, &ctx->comm);
+    if (status != RP_OK) {
+        goto err_transport;
     }
     rp_debug("initialised: rank %d of %d on %s via %s", ctx->bootstrap->rank,
              ctx->bootstrap->size, ctx->bootstrap->node_name,
@@ -72,6 +86,8 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     *ctx_p = ctx;
     return RP_OK;
 
+err_transport:
+    rp__transport_destroy(ctx->transport);
 err_bootstrap:
     rp__bootstrap_finalize(ctx->bootstrap);
 err_free:
@@ -84,6 +100,9 @@ void rp_finalize(rp_context_h ctx)
     if (ctx == NULL) {
         return;
     }
+    rp__comm_quiesce(ctx->comm);
+    rp__transport_destroy(ctx->transport);
+    rp__comm_destroy(ctx->comm);
     rp__bootstrap_finalize(ctx->bootstrap);
     free(ctx);
 }

@@ -8,12 +8,17 @@
 #include "bootstrap/bootstrap.h"
 #include "core/settings.h"
 #include "core/peer.h"
+#include "transport/transport.h"
+
+struct rp_comm;
 
 struct rp_context {
     rp_bootstrap_t *bootstrap;
     rp_settings_t settings;
     rp_peer_card_t left;  /* ring neighbours, from the address exchange */
     rp_peer_card_t right;
+    rp_transport_t *transport; /* NULL for a single rank */
+    struct rp_comm *comm;      /* the collectives over it */
 };
 
 #endif /* RP_CORE_CONTEXT_H */

@@ -8,6 +8,74 @@
 #include "util/parse.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* A RINGPOINT_* byte count or microsecond count in [min, max]. */
+static rp_status_t rp_settings_uint(const char *name, uint64_t min,
+                                    uint64_t max, uint64_t *value_p)
+{
+    const char *value = getenv(name);
+    char err[256];
+
+    if (value != NULL &&
+        rp__parse_uint(value, min, max, value_p, err, sizeof(err)) != RP_OK) {
+        rp_error("%s: %s", name, err);
+        return RP_ERR_INVALID_ARG;
+    }
+    return RP_OK;
+}
+
+static rp_status_t rp_settings_coll(rp_settings_t *cfg)
+{
+    const char *value;
+    uint64_t spin;
+    char err[256];
+
+    cfg->coll_timeout_s = RP_DEFAULT_COLL_TIMEOUT_S;
+    cfg->coll_spin_us = -1;
+    cfg->allreduce_algo = RP_COLL_ALGO_AUTO;
+    cfg->rd_max_bytes = RP_RD_MAX_AUTO;
+    cfg->segment_bytes = RP_DEFAULT_SEGMENT_BYTES;
+    cfg->window = RP_DEFAULT_WINDOW;
+
+    value = getenv("RINGPOINT_COLL_TIMEOUT");
+    if (value != NULL &&
+        rp__parse_duration(value, &cfg->coll_timeout_s, err, sizeof(err)) !=
+            RP_OK) {
+        rp_error("RINGPOINT_COLL_TIMEOUT: %s", err);
+        return RP_ERR_INVALID_ARG;
+    }
+    value = getenv("RINGPOINT_ALLREDUCE_ALGO");
+    if (value != NULL) {
+        if (strcmp(value, "auto") == 0) {
+            cfg->allreduce_algo = RP_COLL_ALGO_AUTO;
+        } else if (strcmp(value, "ring") == 0) {
+            cfg->allreduce_algo = RP_COLL_ALGO_RING;
+        } else if (strcmp(value, "rd") == 0) {
+            cfg->allreduce_algo = RP_COLL_ALGO_RD;
+        } else {
+            rp_error("RINGPOINT_ALLREDUCE_ALGO: '%s' is not one of auto, "
+                     "ring, rd", value);
+            return RP_ERR_INVALID_ARG;
+        }
+    }
+    if (getenv("RINGPOINT_COLL_SPIN_US") != NULL) {
+        if (rp_settings_uint("RINGPOINT_COLL_SPIN_US", 0, 10000000, &spin) !=
+            RP_OK) {
+            return RP_ERR_INVALID_ARG;
+        }
+        cfg->coll_spin_us = (int64_t)spin;
+    }
+    if (rp_settings_uint("RINGPOINT_ALLREDUCE_RD_MAX", 0, 1ULL << 30,
+                         &cfg->rd_max_bytes) != RP_OK ||
+        rp_settings_uint("RINGPOINT_COLL_SEGMENT", 64, 1ULL << 30,
+                         &cfg->segment_bytes) != RP_OK ||
+        rp_settings_uint("RINGPOINT_COLL_WINDOW", 1, 256, &cfg->window) !=
+            RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    return RP_OK;
+}
 
 rp_status_t rp__settings_load(rp_settings_t *cfg)
 {
@@ -23,5 +91,5 @@ rp_status_t rp__settings_load(rp_settings_t *cfg)
         rp_error("RINGPOINT_CKPT_INTERVAL: %s", err);
         return RP_ERR_INVALID_ARG;
     }
-    return RP_OK;
+    return rp_settings_coll(cfg);
 }

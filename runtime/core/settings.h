@@ -14,8 +14,29 @@
 /* Used when neither the plugin nor the user set an interval. */
 #define RP_DEFAULT_CKPT_INTERVAL_S (30 * 60)
 
+/* Defaults of the collectives' settings (RINGPOINT_COLL_*, _ALLREDUCE_*). */
+#define RP_DEFAULT_COLL_TIMEOUT_S   300
+/* rd_max_bytes when RINGPOINT_ALLREDUCE_RD_MAX is unset: the communicator
+ * picks from measurements (coll/comm.c). */
+#define RP_RD_MAX_AUTO              UINT64_MAX
+#define RP_DEFAULT_SEGMENT_BYTES    (128u * 1024)
+#define RP_DEFAULT_WINDOW           4
+
+typedef enum rp_coll_algo {
+    RP_COLL_ALGO_AUTO = 0, /* by message size */
+    RP_COLL_ALGO_RING = 1, /* reduce-scatter + allgather ring */
+    RP_COLL_ALGO_RD   = 2  /* recursive doubling */
+} rp_coll_algo_t;
+
 typedef struct rp_settings {
     uint64_t ckpt_interval_s; /* 0: checkpoint only on a signal */
+    uint64_t coll_timeout_s;  /* silence from a peer before failing; 0: never */
+    int64_t coll_spin_us;     /* busy-poll before sleeping; -1: decide from the CPU count */
+    rp_coll_algo_t allreduce_algo;
+    uint64_t rd_max_bytes;    /* auto picks recursive doubling up to this;
+                                 RP_RD_MAX_AUTO: by measurement */
+    uint64_t segment_bytes;   /* pipelining unit of the ring and the chain */
+    uint64_t window;          /* segments received ahead */
 } rp_settings_t;
 
 /* Defaults, then RINGPOINT_* from the environment. A malformed variable is

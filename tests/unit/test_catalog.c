@@ -570,7 +570,7 @@ static void test_inflight_and_cleanup(void **state)
 
     /* Prune leaves an in-flight directory newer than the newest complete
      * (could be a live writer), but finishes the interrupted deletion. */
-    assert_int_equal(rp__ckpt_prune(t->dir, 1, &removed), RP_OK);
+    assert_int_equal(rp__ckpt_prune(t->dir, 1, false, &removed), RP_OK);
     assert_int_equal(removed, 0);
     assert_false(test_exists(del));
     assert_int_equal(test_count_entries(t->dir), 2);
@@ -609,7 +609,7 @@ static void test_prune(void **state)
     snprintf(path, sizeof(path), "%s/%s", t->dir, name);
     assert_int_equal(mkdir(path, 0755), 0);
 
-    assert_int_equal(rp__ckpt_prune(t->dir, 2, &removed), RP_OK);
+    assert_int_equal(rp__ckpt_prune(t->dir, 2, false, &removed), RP_OK);
     /* Deleted: complete 1 and 2 (beyond keep=2), corrupt 3, in-flight 2. */
     assert_int_equal(removed, 4);
     assert_int_equal(rp__ckpt_catalog_scan(t->dir, false, &cat), RP_OK);
@@ -627,14 +627,14 @@ static void test_prune(void **state)
     assert_int_equal(test_count_entries(t->dir), 4);
 
     /* keep = 0 still keeps the newest complete one. */
-    assert_int_equal(rp__ckpt_prune(t->dir, 0, &removed), RP_OK);
+    assert_int_equal(rp__ckpt_prune(t->dir, 0, false, &removed), RP_OK);
     assert_int_equal(removed, 1);
     test_path(t, 5, NULL, path, sizeof(path));
     assert_true(test_exists(path));
     test_path(t, 4, NULL, path, sizeof(path));
     assert_false(test_exists(path));
     /* Idempotent. */
-    assert_int_equal(rp__ckpt_prune(t->dir, 0, &removed), RP_OK);
+    assert_int_equal(rp__ckpt_prune(t->dir, 0, false, &removed), RP_OK);
     assert_int_equal(removed, 0);
     assert_int_equal(test_count_entries(t->dir), 3);
 }
@@ -652,12 +652,12 @@ static void test_prune_without_complete(void **state)
     test_path(t, 2, "shard-000000.rp", path, sizeof(path));
     test_flip_byte(path, 3);
     /* Nothing complete: nothing is deleted, whatever its state. */
-    assert_int_equal(rp__ckpt_prune(t->dir, 1, &removed), RP_OK);
+    assert_int_equal(rp__ckpt_prune(t->dir, 1, false, &removed), RP_OK);
     assert_int_equal(removed, 0);
     assert_int_equal(test_count_entries(t->dir), 2);
     /* A newer complete one makes both older broken ones debris. */
     test_write(t, 3);
-    assert_int_equal(rp__ckpt_prune(t->dir, 5, &removed), RP_OK);
+    assert_int_equal(rp__ckpt_prune(t->dir, 5, false, &removed), RP_OK);
     assert_int_equal(removed, 2);
     assert_int_equal(test_count_entries(t->dir), 1);
 }

@@ -1,0 +1,373 @@
+/*
+ * Communicator state, waiting with a deadline, and failure notices.
+ */
+#include "config.h"
+
+#include "coll/comm.h"
+#include "util/log.h"
+#include "util/parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RP_NOTICE_MAGIC 0x72706661u /* "rpfa" */
+/* Longest single sleep in a wait: the deadline and peer failures are
+ * checked at least this often even if no event wakes the worker. */
+#define RP_BLOCK_MAX_MS 100
+/* How long a rank that failed keeps progressing so its notices leave. */
+#define RP_NOTICE_FLUSH_NS (200ULL * 1000 * 1000)
+
+static uint64_t rp_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* More ranks on this node than cores? The machine's CPU count, not this
+ * process's affinity: launchers bind each rank to one core, which says
+ * nothing about sharing. */
+static bool rp_oversubscribed(const rp_transport_t *tp)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return cpus > 0 && tp->bs->local_size > cpus;
+}
+
+static rp_status_t rp_post_notice_recv(rp_comm_t *c)
+{
+    return c->tp->ops->irecv(c->tp, RP_TRANSPORT_ANY_PEER,
+                             (uint64_t)RP_COMM_NOTICE_SEQ << 16, &c->notice,
+                             sizeof(c->notice), &c->notice_req);
+}
+
+rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
+                            const rp_settings_t *settings, rp_comm_t **comm_p)
+{
+    rp_comm_t *c;
+    rp_status_t status;
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        rp_error("coll: out of memory");
+        return RP_ERR_NO_MEMORY;
+    }
+    c->tp = tp;
+    c->rank = rank;
+    c->size = size;
+    c->op = "collective";
+    c->timeout_ns = settings->coll_timeout_s * 1000000000ULL;
+    c->algo = settings->allreduce_algo;
+    /* The algorithm decides the reduction order, so its choice may depend
+     * only on what every rank of every launch of the job agrees on: the
+     * world size and the message size, never on the layout. The ring's
+     * 2(n-1) steps beat recursive doubling's log2(n) whole-buffer
+     * exchanges from about 8 KiB at 2 ranks (a core each), and only from
+     * 64-128 KiB at 4 ranks on 2 cores, where every step costs a context
+     * switch (measured 2..256 KiB on the 2-core CI machine). */
+    c->rd_max_bytes = settings->rd_max_bytes != RP_RD_MAX_AUTO
+                          ? (size_t)settings->rd_max_bytes
+                      : size <= 2 ? 8 * 1024
+                                  : 64 * 1024;
+    c->seg_bytes = (size_t)settings->segment_bytes;
+    c->window = (int)settings->window;
+    if (tp == NULL) {
+        *comm_p = c;
+        return RP_OK;
+    }
+    /* Spinning only pays when every rank has a core of its own;
+     * oversubscribed ranks that spin steal the CPU from the peer they wait
+     * for. A local choice: it changes timing, never results. */
+    if (settings->coll_spin_us >= 0) {
+        c->spin_ns = (uint64_t)settings->coll_spin_us * 1000;
+    } else {
+        c->spin_ns = rp_oversubscribed(tp) ? 0 : 200 * 1000;
+    }
+
+    status = RP_ERR_NO_MEMORY;
+    c->touched = calloc((size_t)size, sizeof(*c->touched));
+    c->notice_sends = calloc((size_t)size, sizeof(*c->notice_sends));
+    if (c->touched == NULL || c->notice_sends == NULL) {
+        rp_error("coll: out of memory for %d ranks", size);
+        goto err_free;
+    }
+    status = rp_post_notice_recv(c);
+    if (status != RP_OK) {
+        goto err_free;
+    }
+    *comm_p = c;
+    return RP_OK;
+
+
+err_free:
+    free(c->notice_sends);
+    free(c->touched);
+    free(c);
+    return status;
+}
+
+void rp__comm_quiesce(rp_comm_t *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (c->tp != NULL) {
+        c->tp->ops->cancel(c->tp, &c->notice_req);
+        /* The cancellation completes from progress; the request memory
+         * must outlive it, so give it a moment rather than free early. */
+        c->tp->ops->progress(c->tp);
+    }
+    /* Requests still in flight after an error point into reqs, work and
+     * tmp: they are freed by the caller after the transport is gone. */
+}
+
+void rp__comm_destroy(rp_comm_t *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    free(c->reqs);
+    free(c->work.ptr);
+    free(c->tmp.ptr);
+    free(c->notice_sends);
+    free(c->touched);
+    free(c);
+}
+
+rp_status_t rp__comm_begin(rp_comm_t *c, const char *op)
+{
+    c->op = op;
+    if (c->broken != RP_OK) {
+        rp_error("%s: the communicator failed earlier (%s); restart the job "
+                 "from its last checkpoint", op, rp_status_string(c->broken));
+        return c->broken;
+    }
+    c->seq = (c->seq + 1) & RP_COMM_SEQ_MASK;
+    if (c->seq == RP_COMM_NOTICE_SEQ) {
+        c->seq = 1;
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__comm_reqs(rp_comm_t *c, size_t n, rp_treq_t **reqs_p)
+{
+    if (n > c->nreqs) {
+        rp_treq_t *reqs = realloc(c->reqs, n * sizeof(*reqs));
+
+        if (reqs == NULL) {
+            rp_error("%s: out of memory for %zu requests", c->op, n);
+            return RP_ERR_NO_MEMORY;
+        }
+        c->reqs = reqs;
+        c->nreqs = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        c->reqs[i].done = true;
+        c->reqs[i].status = RP_OK;
+        c->reqs[i].impl = NULL;
+    }
+    *reqs_p = c->reqs;
+    return RP_OK;
+}
+
+rp_status_t rp__comm_scratch(rp_comm_t *c, rp_comm_buf_t *buf, size_t size,
+                             void **ptr_p)
+{
+    void *ptr;
+
+    if (size > buf->size) {
+        /* Grow only, with room, and touch every page now: a page fault per
+         * page on every call is what makes a fresh temporary slow. */
+        size_t want = size + size / 4;
+
+        if (posix_memalign(&ptr, 4096, want) != 0) {
+            rp_error("%s: out of memory for %zu bytes of scratch", c->op, want);
+            return RP_ERR_NO_MEMORY;
+        }
+        memset(ptr, 0, want);
+        free(buf->ptr);
+        buf->ptr = ptr;
+        buf->size = want;
+    }
+    *ptr_p = buf->ptr;
+    return RP_OK;
+}
+
+/* Tell every peer we talked to (but the failed one) which rank failed. */
+static void rp_send_notices(rp_comm_t *c, int failed, int reporter)
+{
+    rp_transport_t *tp = c->tp;
+    uint64_t deadline;
+    bool pending;
+
+    c->notice_out.magic = RP_NOTICE_MAGIC;
+    c->notice_out.failed = failed;
+    c->notice_out.reporter = reporter;
+    c->notice_out.status = c->broken;
+    for (int i = 0; i < c->size; i++) {
+        c->notice_sends[i].done = true;
+        if (!c->touched[i] || i == failed || i == reporter ||
+            tp->ops->peer_status(tp, i) != RP_OK) {
+            continue;
+        }
+        tp->ops->isend(tp, i, (uint64_t)RP_COMM_NOTICE_SEQ << 16,
+                       &c->notice_out, sizeof(c->notice_out),
+                       &c->notice_sends[i]);
+    }
+    /* Bounded: a neighbour that is itself stuck must not hold us. */
+    deadline = rp_now_ns() + RP_NOTICE_FLUSH_NS;
+    do {
+        tp->ops->progress(tp);
+        pending = false;
+        for (int i = 0; i < c->size; i++) {
+            pending = pending || !c->notice_sends[i].done;
+        }
+    } while (pending && rp_now_ns() < deadline);
+}
+
+/* Break the communicator: log once, where the failure was seen, and pass
+ * the word on. */
+static rp_status_t rp_fail(rp_comm_t *c, rp_status_t status, int failed)
+{
+    if (c->broken != RP_OK) {
+        return c->broken;
+    }
+    c->broken = status;
+    rp_send_notices(c, failed, c->rank);
+    return status;
+}
+
+/* A failure notice arrived: adopt it. */
+static rp_status_t rp_fail_noticed(rp_comm_t *c)
+{
+    rp_comm_notice_t n = c->notice;
+
+    if (c->notice_req.status != RP_OK || n.magic != RP_NOTICE_MAGIC) {
+        rp_error("%s: received a malformed failure notice", c->op);
+        return rp_fail(c, RP_ERR_TRANSPORT, -1);
+    }
+    if (n.failed >= 0) {
+        rp_error("%s: rank %d failed (reported by rank %d: %s)", c->op,
+                 n.failed, n.reporter, rp_status_string((rp_status_t)n.status));
+    } else {
+        rp_error("%s: rank %d reported a failure (%s)", c->op, n.reporter,
+                 rp_status_string((rp_status_t)n.status));
+    }
+    c->broken = RP_ERR_PEER_FAILED;
+    rp_send_notices(c, n.failed, n.reporter);
+    return c->broken;
+}
+
+rp_status_t rp__comm_isend(rp_comm_t *c, int peer, size_t index,
+                           const void *buf, size_t len, rp_treq_t *req)
+{
+    rp_status_t status;
+
+    c->touched[peer] = true;
+    status = c->tp->ops->isend(c->tp, peer, rp__comm_tag(c, index), buf, len,
+                               req);
+    if (status != RP_OK) {
+        return rp_fail(c, status, status == RP_ERR_PEER_FAILED ? peer : -1);
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__comm_irecv(rp_comm_t *c, int peer, size_t index, void *buf,
+                           size_t len, rp_treq_t *req)
+{
+    rp_status_t status;
+
+    c->touched[peer] = true;
+    status = c->tp->ops->irecv(c->tp, peer, rp__comm_tag(c, index), buf, len,
+                               req);
+    if (status != RP_OK) {
+        return rp_fail(c, status, status == RP_ERR_PEER_FAILED ? peer : -1);
+    }
+    return RP_OK;
+}
+
+static rp_status_t rp_req_failed(rp_comm_t *c, rp_treq_t *req)
+{
+    rp_status_t status = req->status;
+
+    if (status == RP_ERR_PEER_FAILED ||
+        c->tp->ops->peer_status(c->tp, req->peer) != RP_OK) {
+        rp_error("%s: rank %d failed (its connection broke)", c->op,
+                 req->peer);
+        return rp_fail(c, RP_ERR_PEER_FAILED, req->peer);
+    }
+    rp_error("%s: a message with rank %d failed: %s", c->op, req->peer,
+             rp_status_string(status));
+    return rp_fail(c, status, -1);
+}
+
+rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req)
+{
+    rp_transport_t *tp = c->tp;
+    uint64_t now, start, deadline, spin_end;
+    int ms;
+
+    if (req->done && req->status == RP_OK) {
+        return RP_OK;
+    }
+    start = rp_now_ns();
+    deadline = c->timeout_ns ? start + c->timeout_ns : UINT64_MAX;
+    spin_end = start + c->spin_ns;
+    for (;;) {
+        /* Spin first: most waits in a pipelined ring end within a few
+         * microseconds. Check the clock only every few rounds. */
+        for (int i = 0; !req->done; i++) {
+            if (!tp->ops->progress(tp) && (i & 15) == 15 &&
+                rp_now_ns() >= spin_end) {
+                break;
+            }
+        }
+        if (req->done) {
+            return req->status == RP_OK ? RP_OK : rp_req_failed(c, req);
+        }
+        if (c->notice_req.done) {
+            return rp_fail_noticed(c);
+        }
+        if (req->peer >= 0 && tp->ops->peer_status(tp, req->peer) != RP_OK) {
+            return rp_req_failed(c, req);
+        }
+        now = rp_now_ns();
+        if (now >= deadline) {
+            char what[32];
+
+            rp__format_duration(c->timeout_ns / 1000000000ULL, what,
+                                sizeof(what));
+            rp_error("%s: rank %d sent nothing for %s (RINGPOINT_COLL_TIMEOUT):"
+                     " it died, hangs or is not in this collective", c->op,
+                     req->peer, what);
+            return rp_fail(c, RP_ERR_TIMEOUT, req->peer);
+        }
+        ms = (int)((deadline - now) / 1000000) + 1;
+        tp->ops->block(tp, ms < RP_BLOCK_MAX_MS ? ms : RP_BLOCK_MAX_MS);
+    }
+}
+
+rp_status_t rp__comm_wait_all(rp_comm_t *c, rp_treq_t *reqs, size_t n)
+{
+    rp_status_t status;
+
+    for (size_t i = 0; i < n; i++) {
+        status = rp__comm_wait(c, &reqs[i]);
+        if (status != RP_OK) {
+            return status;
+        }
+    }
+    return RP_OK;
+}
+
+void rp__comm_abandon(rp_comm_t *c)
+{
+    for (size_t i = 0; i < c->nreqs; i++) {
+        if (!c->reqs[i].done) {
+            c->tp->ops->cancel(c->tp, &c->reqs[i]);
+        }
+    }
+}

@@ -1,0 +1,134 @@
+/*
+ * The communicator: the ranks of a job and the state the collectives keep
+ * between calls (a sequence number for tags, persistent scratch buffers,
+ * a request pool, the failure notice). One per context.
+ *
+ * Failures: a wait that sees a failed peer, a peer silent for longer than
+ * the timeout, or a failure notice from another rank breaks the
+ * communicator. It then tells the peers it talked to (so ranks further
+ * round the ring learn which rank failed instead of each timing out on its
+ * own neighbour), and every later collective returns the same error: a
+ * job whose rank died restarts from its checkpoint.
+ */
+#ifndef RP_COLL_COMM_H
+#define RP_COLL_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringpoint/types.h"
+#include "core/settings.h"
+#include "transport/transport.h"
+
+typedef struct rp_comm_buf {
+    void *ptr;
+    size_t size;
+} rp_comm_buf_t;
+
+/* Payload of the failure notice. */
+typedef struct rp_comm_notice {
+    uint32_t magic;
+    int32_t failed;   /* the rank that failed, or -1 if unknown */
+    int32_t reporter; /* the rank that saw it first */
+    int32_t status;   /* rp_status_t */
+} rp_comm_notice_t;
+
+typedef struct rp_comm {
+    rp_transport_t *tp; /* NULL when size == 1 */
+    int rank;
+    int size;
+    uint32_t seq;       /* collective counter, part of every tag */
+    const char *op;     /* name of the collective running, for messages */
+    rp_status_t broken; /* first failure; RP_OK while healthy */
+
+    /* settings */
+    uint64_t timeout_ns; /* silence tolerated from a peer; 0: forever */
+    uint64_t spin_ns;    /* busy-poll this long before sleeping */
+    rp_coll_algo_t algo;
+    size_t rd_max_bytes; /* auto: recursive doubling up to this size */
+    size_t seg_bytes;    /* pipelining unit */
+    int window;          /* receives posted ahead */
+
+    /* persistent scratch, grown on demand and pre-touched */
+    rp_comm_buf_t work; /* float32 partials for fp16/bf16 */
+    rp_comm_buf_t tmp;  /* recursive doubling's partner data; ring slots */
+    rp_treq_t *reqs;    /* request pool for one collective */
+    size_t nreqs;
+
+    /* failure notices */
+    bool *touched;           /* peers this rank has exchanged messages with */
+    rp_treq_t notice_req;    /* posted receive for a notice */
+    rp_comm_notice_t notice; /* its buffer */
+    rp_treq_t *notice_sends; /* one per rank, for forwarding */
+    rp_comm_notice_t notice_out;
+} rp_comm_t;
+
+/* Tags: 28 bits of sequence number, 16 bits of message index. The last
+ * sequence value is reserved for failure notices. */
+#define RP_COMM_SEQ_MASK    0x0FFFFFFFu
+#define RP_COMM_NOTICE_SEQ  RP_COMM_SEQ_MASK
+
+rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
+                            const rp_settings_t *settings, rp_comm_t **comm_p);
+/* Teardown is in two steps because requests abandoned after an error point
+ * into the communicator's memory: quiesce (cancel what is posted), destroy
+ * the transport, then destroy the communicator. NULL is ignored. */
+void rp__comm_quiesce(rp_comm_t *comm);
+void rp__comm_destroy(rp_comm_t *comm);
+
+/* Start a collective: check that the communicator is healthy, bump the
+ * sequence number, name the operation for messages. */
+rp_status_t rp__comm_begin(rp_comm_t *c, const char *op);
+
+static inline uint64_t rp__comm_tag(const rp_comm_t *c, size_t index)
+{
+    return ((uint64_t)(c->seq & RP_COMM_SEQ_MASK) << 16) | (index & 0xFFFFu);
+}
+
+/* Requests for the running collective: @n zeroed, done ones. */
+rp_status_t rp__comm_reqs(rp_comm_t *c, size_t n, rp_treq_t **reqs_p);
+
+/* A scratch buffer of at least @size bytes, contents undefined. */
+rp_status_t rp__comm_scratch(rp_comm_t *c, rp_comm_buf_t *buf, size_t size,
+                             void **ptr_p);
+
+/* Post a send/receive of the running collective; on error the
+ * communicator is broken and the status returned. */
+rp_status_t rp__comm_isend(rp_comm_t *c, int peer, size_t index,
+                           const void *buf, size_t len, rp_treq_t *req);
+rp_status_t rp__comm_irecv(rp_comm_t *c, int peer, size_t index, void *buf,
+                           size_t len, rp_treq_t *req);
+
+/* Wait for @req, progressing everything, for at most the timeout since
+ * the last sign of life. Returns RP_OK or breaks the communicator. */
+rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req);
+
+/* Wait for every request in @reqs[0..n). */
+rp_status_t rp__comm_wait_all(rp_comm_t *c, rp_treq_t *reqs, size_t n);
+
+/* After an error inside a collective: cancel the pool's requests still in
+ * flight. The communicator is already broken. */
+void rp__comm_abandon(rp_comm_t *c);
+
+/* The algorithms. Arguments are checked by the caller; count > 0. */
+rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype,
+                               rp_op_t op);
+rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
+                             size_t count, rp_dtype_t dtype, rp_op_t op);
+rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype,
+                               rp_op_t op);
+rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root);
+rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t bytes_per_rank);
+rp_status_t rp__comm_barrier(rp_comm_t *c);
+
+/* float16/bfloat16 travel and accumulate as float32 */
+static inline bool rp__dtype_is_half(rp_dtype_t dtype)
+{
+    return dtype == RP_DTYPE_FLOAT16 || dtype == RP_DTYPE_BFLOAT16;
+}
+
+#endif /* RP_COLL_COMM_H */

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The collectives on the real local cluster: every dtype x op x size x
+# placement of allreduce, broadcast, allgather and barrier, checked exactly
+# and for identical bits on every rank (ringpoint-coll-check), at 1 to 5
+# ranks over 2 nodes and under mpirun; the same hash from two runs; and a
+# rank killed mid-run makes the others fail fast, naming it.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+export CHECK=$RP_PREFIX/libexec/ringpoint/ringpoint-coll-check
+
+# check_ok OUTPUT SIZE: the checker at SIZE ranks found nothing wrong.
+check_ok() {
+    local out=$1 size=$2
+    echo "$out"
+    assert_contains "$out" "coll-check: ok size=$size errors=0"
+}
+
+# hash_of OUTPUT: the hash of every result of that run.
+hash_of() {
+    echo "$1" | sed -n 's/.*coll-check: ok .* hash=\([0-9a-f]*\).*/\1/p'
+}
+
+test_coll_one_rank() {
+    check_ok "$(srun --mpi=pmix -N1 -n1 "$CHECK" 2>&1)" 1
+}
+
+test_coll_two_ranks_two_nodes() {
+    check_ok "$(srun --mpi=pmix -N2 -n2 "$CHECK" 2>&1)" 2
+}
+
+test_coll_three_ranks() {
+    check_ok "$(srun --mpi=pmix -N2 -n3 "$CHECK" 2>&1)" 3
+}
+
+test_coll_four_ranks() {
+    check_ok "$(srun --mpi=pmix -N2 -n4 "$CHECK" 2>&1)" 4
+}
+
+test_coll_five_ranks() {
+    check_ok "$(srun --mpi=pmix -N2 -n5 --overcommit "$CHECK" 2>&1)" 5
+}
+
+# Each algorithm on its own, whatever the size, and tiny segments so the
+# ring's pipeline runs with thousands of messages per step.
+test_coll_forced_algorithms() {
+    check_ok "$(RINGPOINT_ALLREDUCE_ALGO=ring srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1)" 3
+    check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1)" 3
+    check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
+    check_ok "$(RINGPOINT_COLL_SEGMENT=64 srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
+}
+
+test_coll_mpirun_oversubscribed() {
+    check_ok "$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe \
+        -np 3 "$CHECK" 2>&1)" 3
+}
+
+# Determinism: the same world size and input give the same bits run to run,
+# whatever the launcher, node layout and segment size.
+test_coll_same_hash_twice() {
+    local a b c d
+    a=$(srun --mpi=pmix -N2 -n4 "$CHECK" 2>&1); check_ok "$a" 4
+    b=$(srun --mpi=pmix -N2 -n4 "$CHECK" 2>&1); check_ok "$b" 4
+    c=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 4 "$CHECK" 2>&1); check_ok "$c" 4
+    d=$(RINGPOINT_COLL_SEGMENT=4096 srun --mpi=pmix -N1 -n4 --overcommit "$CHECK" 2>&1); check_ok "$d" 4
+    assert_eq "$(hash_of "$b")" "$(hash_of "$a")" "hash of the second run"
+    assert_eq "$(hash_of "$c")" "$(hash_of "$a")" "hash under mpirun"
+    assert_eq "$(hash_of "$d")" "$(hash_of "$a")" "hash on one node, small segments"
+}
+
+# A rank SIGKILLed in the middle of a stream of allreduces: every other rank
+# returns an error naming it, well within the timeout, and nobody hangs.
+test_coll_killed_peer_fails_fast() {
+    local out start elapsed
+    start=$(date +%s)
+    out=$(RINGPOINT_COLL_TIMEOUT=20s srun --mpi=pmix -N2 -n4 --kill-on-bad-exit=0 \
+        "$CHECK" -k 2 -t 1500 2>&1) || true
+    elapsed=$(( $(date +%s) - start ))
+    echo "$out"
+    echo "elapsed ${elapsed}s"
+    for r in 0 1 3; do
+        assert_contains "$out" "coll-check: rank $r: allreduce returned 'peer failed'"
+    done
+    assert_contains "$out" "rank 2 failed"
+    [ "$elapsed" -lt 20 ] || fail "the survivors took ${elapsed}s to fail"
+}
+
+# A rank that stops answering (stopped, not dead) is caught by the timeout.
+test_coll_silent_peer_times_out() {
+    local out start elapsed
+    start=$(date +%s)
+    out=$(RINGPOINT_COLL_TIMEOUT=3s srun --mpi=pmix -N2 -n3 --kill-on-bad-exit=0 \
+        bash -c 'if [ "$SLURM_PROCID" = 1 ]; then (sleep 2; kill -STOP $$; sleep 8; kill -KILL $$) & fi; exec "$0" -k 99' "$CHECK" 2>&1) || true
+    elapsed=$(( $(date +%s) - start ))
+    echo "$out"
+    echo "elapsed ${elapsed}s"
+    assert_contains "$out" "coll-check: rank 0: allreduce returned"
+    assert_contains "$out" "coll-check: rank 2: allreduce returned"
+    assert_contains "$out" "rank 1"
+    [ "$elapsed" -lt 30 ] || fail "the survivors took ${elapsed}s to fail"
+}
+
+run_all
