@@ -76,7 +76,8 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 	export RP_CKPT_TOOL RP_CKPT_FIXTURE;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
-EXTRA_DIST += tests/slurm tests/lib
+EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
+	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
