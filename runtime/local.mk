@@ -19,6 +19,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/settings.c runtime/core/settings.h \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
 	runtime/bootstrap/single.c \
+	runtime/signal/signal.c runtime/signal/signal.h \
 	runtime/transport/transport.c runtime/transport/transport.h \
 	runtime/coll/api.c \
 	runtime/coll/chunk.c runtime/coll/chunk.h \

@@ -9,7 +9,7 @@ UNIT_LINKFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
-	tests/unit/test_ckpt_dir \
+	tests/unit/test_ckpt_dir tests/unit/test_signal \
 	tests/unit/test_coll
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -39,6 +39,11 @@ tests_unit_test_ckpt_dir_SOURCES = tests/unit/test_ckpt_dir.c spank/ckpt_dir.c
 tests_unit_test_ckpt_dir_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_ckpt_dir_LDADD = $(UNIT_LIBS)
 tests_unit_test_ckpt_dir_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_signal_SOURCES = tests/unit/test_signal.c
+tests_unit_test_signal_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_signal_LDADD = $(UNIT_LIBS)
+tests_unit_test_signal_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c
 tests_unit_test_crc32c_CPPFLAGS = $(UNIT_CPPFLAGS)

@@ -1,0 +1,113 @@
+/*
+ * Flag-only handlers for the stop signals.
+ */
+#include "config.h"
+
+#include "signal/signal.h"
+#include "util/log.h"
+#include "util/parse.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+/* The first signal wins: a warning followed by SIGTERM is one stop. */
+static volatile sig_atomic_t rp_signal_first;
+
+static struct {
+    int signo;
+    bool installed;
+    struct sigaction old;
+} rp_signal_slots[2];
+
+static void rp_signal_handler(int signo)
+{
+    /* Only async-signal-safe work here: record and return. */
+    if (rp_signal_first == 0) {
+        rp_signal_first = signo;
+    }
+}
+
+static const char *rp_signal_label(int signo)
+{
+    const char *name = rp__signal_name(signo);
+
+    return name != NULL ? name : "?";
+}
+
+static rp_status_t rp_signal_take(unsigned slot, int signo)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = rp_signal_handler;
+    sigemptyset(&sa.sa_mask);
+    /* Restart interrupted system calls: the application's I/O should not
+     * see EINTR because ringpoint listens for a signal. */
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(signo, &sa, &rp_signal_slots[slot].old) != 0) {
+        rp_error("cannot install a handler for signal %d (%s): %s", signo,
+                 strsignal(signo), strerror(errno));
+        return RP_ERR_INVALID_ARG;
+    }
+    if (rp_signal_slots[slot].old.sa_handler != SIG_DFL &&
+        rp_signal_slots[slot].old.sa_handler != SIG_IGN &&
+        rp_signal_slots[slot].old.sa_handler != rp_signal_handler) {
+        rp_warn("SIG%s already had a handler (%p); ringpoint takes it over to "
+                "checkpoint before stopping. Choose another signal with "
+                "--ckpt-signal if the application needs this one",
+                rp_signal_label(signo),
+                (void *)(rp_signal_slots[slot].old.sa_flags & SA_SIGINFO
+                             ? (void *)rp_signal_slots[slot].old.sa_sigaction
+                             : (void *)rp_signal_slots[slot].old.sa_handler));
+    } else if (rp_signal_slots[slot].old.sa_handler == SIG_IGN) {
+        /* Ignored signals stay unhandled by an exec'd child anyway; a job
+         * that ignores SIGTERM still wants its checkpoint on preemption. */
+        rp_debug("SIG%s was ignored; ringpoint now handles it",
+                 rp_signal_label(signo));
+    }
+    rp_signal_slots[slot].signo = signo;
+    rp_signal_slots[slot].installed = true;
+    return RP_OK;
+}
+
+rp_status_t rp__signal_install(int warn_signo)
+{
+    rp_status_t status;
+
+    rp__signal_restore();
+    status = rp_signal_take(0, SIGTERM);
+    if (status != RP_OK) {
+        return status;
+    }
+    if (warn_signo != 0 && warn_signo != SIGTERM) {
+        status = rp_signal_take(1, warn_signo);
+        if (status != RP_OK) {
+            rp__signal_restore();
+            return status;
+        }
+    }
+    return RP_OK;
+}
+
+void rp__signal_restore(void)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(rp_signal_slots) / sizeof(rp_signal_slots[0]); i++) {
+        if (rp_signal_slots[i].installed) {
+            sigaction(rp_signal_slots[i].signo, &rp_signal_slots[i].old, NULL);
+            rp_signal_slots[i].installed = false;
+        }
+    }
+}
+
+int rp__signal_pending(void)
+{
+    return rp_signal_first;
+}
+
+void rp__signal_clear(void)
+{
+    rp_signal_first = 0;
+}

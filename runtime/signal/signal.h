@@ -1,0 +1,37 @@
+/*
+ * Stop signals. The handlers only record that a signal came (Lightning
+ * #21406: a checkpoint written inside a handler sometimes never finished);
+ * the ranks then agree on the step to stop at, at their next safe point,
+ * through a collective (Lightning #20806: ranks that saw SIGTERM at
+ * different times deadlocked).
+ *
+ * Two signals are watched: SIGTERM (what Slurm sends at preemption, at the
+ * time limit and on scancel) and the early-warning signal the job asked
+ * for with sbatch --signal (RINGPOINT_CKPT_SIGNAL, default USR2).
+ */
+#ifndef RP_SIGNAL_H
+#define RP_SIGNAL_H
+
+#include <stdbool.h>
+
+#include "ringpoint/status.h"
+
+/*
+ * Install the handlers for SIGTERM and @warn_signo (0: none besides
+ * SIGTERM). A signal that already has a handler is taken over, with a
+ * warning naming it, so that it is never unclear who owns it (submitit
+ * #1709). Process-wide; a second call replaces the first.
+ */
+rp_status_t rp__signal_install(int warn_signo);
+
+/* Put back the handlers found by rp__signal_install. */
+void rp__signal_restore(void);
+
+/* The first stop signal received since install (or since the last
+ * rp__signal_clear), or 0. Safe to call from any thread. */
+int rp__signal_pending(void);
+
+/* Forget a received signal (tests; a job that decides to go on). */
+void rp__signal_clear(void);
+
+#endif /* RP_SIGNAL_H */
