@@ -11,4 +11,10 @@ contrib/slurm/ringpoint.conf: $(srcdir)/contrib/slurm/ringpoint.conf.in Makefile
 # Examples are installed as source: they show how to build against the
 # installed library with pkg-config.
 examplesdir = $(pkgdatadir)/examples
-dist_examples_DATA = contrib/examples/hello.c
+dist_examples_DATA = contrib/examples/hello.c contrib/examples/train.c
+
+# The example training job, also installed ready to run: the demo and the
+# preemption tests use it.
+bin_PROGRAMS += contrib/examples/ringpoint-example-train
+contrib_examples_ringpoint_example_train_SOURCES = contrib/examples/train.c
+contrib_examples_ringpoint_example_train_LDADD = runtime/libringpoint.la -lm

@@ -3,6 +3,7 @@ include_HEADERS = include/ringpoint.h
 ringpointincludedir = $(includedir)/ringpoint
 ringpointinclude_HEADERS = \
 	include/ringpoint/api.h \
+	include/ringpoint/ckpt.h \
 	include/ringpoint/coll.h \
 	include/ringpoint/context.h \
 	include/ringpoint/status.h \

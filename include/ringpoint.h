@@ -15,5 +15,6 @@
 #include <ringpoint/types.h>
 #include <ringpoint/context.h>
 #include <ringpoint/coll.h>
+#include <ringpoint/ckpt.h>
 
 #endif /* RINGPOINT_H */

@@ -42,10 +42,17 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/layout.c runtime/ckpt/layout.h \
 	runtime/ckpt/manifest.c runtime/ckpt/manifest.h \
 	runtime/ckpt/shard.c runtime/ckpt/shard.h \
-	runtime/ckpt/write_local.c runtime/ckpt/write_local.h
+	runtime/ckpt/write_local.c runtime/ckpt/write_local.h \
+	runtime/ckpt/shardio.c runtime/ckpt/shardio.h \
+	runtime/ckpt/engine.c runtime/ckpt/engine.h \
+	runtime/ckpt/regions.c \
+	runtime/ckpt/commit.c \
+	runtime/ckpt/async.c \
+	runtime/ckpt/reader.c \
+	runtime/ckpt/api.c
 runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS)
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la
+runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la -lpthread
 # What anything linking the core (the library, unit tests) needs at link time.
 RP_DEPS_LDFLAGS =
 RP_DEPS_LIBS =
@@ -76,6 +83,6 @@ runtime_tools_ringpoint_info_LDADD = runtime/libringpoint.la
 # ringpoint-ckpt works on the format layer's internals: it links the
 # convenience library rather than the shared one, which hides them.
 bin_PROGRAMS += runtime/tools/ringpoint-ckpt
-runtime_tools_ringpoint_ckpt_SOURCES = runtime/tools/ckpt.c
+runtime_tools_ringpoint_ckpt_SOURCES = runtime/tools/ckpt.c runtime/tools/ckpt_bench.c
 runtime_tools_ringpoint_ckpt_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 runtime_tools_ringpoint_ckpt_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)

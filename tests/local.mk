@@ -10,7 +10,7 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
 	tests/unit/test_ckpt_dir tests/unit/test_signal \
-	tests/unit/test_coll
+	tests/unit/test_coll tests/unit/test_ckpt_engine
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -60,6 +60,11 @@ tests_unit_test_catalog_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_catalog_LDADD = $(UNIT_LIBS)
 tests_unit_test_catalog_LDFLAGS = $(UNIT_LINKFLAGS)
 
+tests_unit_test_ckpt_engine_SOURCES = tests/unit/test_ckpt_engine.c
+tests_unit_test_ckpt_engine_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_ckpt_engine_LDADD = $(UNIT_LIBS)
+tests_unit_test_ckpt_engine_LDFLAGS = $(UNIT_LINKFLAGS)
+
 tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
 tests_unit_test_coll_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_coll_LDADD = $(UNIT_LIBS)
@@ -82,10 +87,16 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
-	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh
+	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
+	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
 pkglibexec_PROGRAMS = tests/slurm/ringpoint-coll-check
 tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c
 tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
+
+# The checkpoint engine's end-to-end program (tests/slurm/test_ckpt.sh).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-ckpt-check
+tests_slurm_ringpoint_ckpt_check_SOURCES = tests/slurm/ckpt_check.c
+tests_slurm_ringpoint_ckpt_check_LDADD = runtime/libringpoint.la

@@ -381,6 +381,25 @@ rp_status_t rp__ckpt_verify_shard(int ckptfd, const char *label,
     return rc;
 }
 
+rp_status_t rp__ckpt_load_manifest_at(int ckptfd, const char *label,
+                                      rp__ckpt_manifest_t *m,
+                                      rp__ckpt_state_t *state_p,
+                                      char *msg, size_t msglen)
+{
+    rp_cat_ctx_t x = {label != NULL ? label : "", RP_CKPT_COMPLETE, msg,
+                      msglen};
+    uint64_t size = 0;
+    rp_status_t rc;
+
+    if (msg != NULL && msglen > 0) {
+        msg[0] = '\0';
+    }
+    memset(m, 0, sizeof(*m));
+    rc = rp_cat_load_manifest(ckptfd, &x, m, &size);
+    *state_p = x.state;
+    return rc;
+}
+
 /* Verify the checkpoint open at @cfd. */
 static rp_status_t rp_cat_verify_dirfd(int cfd, const char *name, bool full,
                                        rp__ckpt_state_t *state_p,

@@ -118,6 +118,17 @@ rp_status_t rp__ckpt_verify_shard(int ckptfd, const char *label,
                                   char *msg, size_t msglen);
 
 /*
+ * Read and parse only the MANIFEST of the checkpoint open at @ckptfd
+ * (shards untouched): what a restoring rank needs once rank 0 has chosen
+ * the checkpoint. @label prefixes the message. Same returns as
+ * rp__ckpt_verify; @m is zeroed on failure.
+ */
+rp_status_t rp__ckpt_load_manifest_at(int ckptfd, const char *label,
+                                      rp__ckpt_manifest_t *m,
+                                      rp__ckpt_state_t *state_p,
+                                      char *msg, size_t msglen);
+
+/*
  * Newest complete checkpoint in @dir. With @full, candidates are fully
  * verified newest first and the first that passes is returned (a corrupt
  * newest one is logged with rp_warn and skipped). *@path_p (if not NULL)

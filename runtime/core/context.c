@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "core/context.h"
+#include "ckpt/engine.h"
 #include "coll/comm.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -100,6 +101,9 @@ void rp_finalize(rp_context_h ctx)
     if (ctx == NULL) {
         return;
     }
+    /* First, while the collectives still work: a checkpoint in flight is
+     * committed (it needs them). */
+    rp__ckpt_engine_destroy(ctx);
     rp__comm_quiesce(ctx->comm);
     rp__transport_destroy(ctx->transport);
     rp__comm_destroy(ctx->comm);

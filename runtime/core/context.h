@@ -11,6 +11,7 @@
 #include "transport/transport.h"
 
 struct rp_comm;
+struct rp__ckpt_engine;
 
 struct rp_context {
     rp_bootstrap_t *bootstrap;
@@ -19,6 +20,7 @@ struct rp_context {
     rp_peer_card_t right;
     rp_transport_t *transport; /* NULL for a single rank */
     struct rp_comm *comm;      /* the collectives over it */
+    struct rp__ckpt_engine *ckpt; /* registered state; NULL until used */
 };
 
 #endif /* RP_CORE_CONTEXT_H */

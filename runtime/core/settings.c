@@ -7,6 +7,7 @@
 #include "util/log.h"
 #include "util/parse.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,42 @@ static rp_status_t rp_settings_coll(rp_settings_t *cfg)
     return RP_OK;
 }
 
+static rp_status_t rp_settings_ckpt(rp_settings_t *cfg)
+{
+    const char *value;
+    uint64_t async = 1;
+
+    snprintf(cfg->ckpt_dir, sizeof(cfg->ckpt_dir), "%s", RP_DEFAULT_CKPT_DIR);
+    cfg->ckpt_every = 0;
+    cfg->ckpt_keep = RP_DEFAULT_CKPT_KEEP;
+    cfg->ckpt_chunk = RP_DEFAULT_CKPT_CHUNK;
+    value = getenv("RINGPOINT_CKPT_DIR");
+    if (value != NULL) {
+        if (value[0] == '\0' || strlen(value) >= sizeof(cfg->ckpt_dir)) {
+            rp_error("RINGPOINT_CKPT_DIR: %s", value[0] == '\0'
+                     ? "empty path" : "path too long");
+            return RP_ERR_INVALID_ARG;
+        }
+        snprintf(cfg->ckpt_dir, sizeof(cfg->ckpt_dir), "%s", value);
+    }
+    if (rp_settings_uint("RINGPOINT_CKPT_EVERY", 0, UINT64_MAX,
+                         &cfg->ckpt_every) != RP_OK ||
+        rp_settings_uint("RINGPOINT_CKPT_KEEP", 1, 1000000,
+                         &cfg->ckpt_keep) != RP_OK ||
+        rp_settings_uint("RINGPOINT_CKPT_CHUNK_SIZE", 4096, 1ULL << 30,
+                         &cfg->ckpt_chunk) != RP_OK ||
+        rp_settings_uint("RINGPOINT_CKPT_ASYNC", 0, 1, &async) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (cfg->ckpt_chunk % 4096 != 0) {
+        rp_error("RINGPOINT_CKPT_CHUNK_SIZE: %llu is not a multiple of 4096",
+                 (unsigned long long)cfg->ckpt_chunk);
+        return RP_ERR_INVALID_ARG;
+    }
+    cfg->ckpt_async = (int)async;
+    return RP_OK;
+}
+
 rp_status_t rp__settings_load(rp_settings_t *cfg)
 {
     const char *value;
@@ -89,6 +126,9 @@ rp_status_t rp__settings_load(rp_settings_t *cfg)
         rp__parse_duration(value, &cfg->ckpt_interval_s, err, sizeof(err)) !=
             RP_OK) {
         rp_error("RINGPOINT_CKPT_INTERVAL: %s", err);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (rp_settings_ckpt(cfg) != RP_OK) {
         return RP_ERR_INVALID_ARG;
     }
     return rp_settings_coll(cfg);

@@ -28,8 +28,19 @@ typedef enum rp_coll_algo {
     RP_COLL_ALGO_RD   = 2  /* recursive doubling */
 } rp_coll_algo_t;
 
+/* Checkpoint engine defaults (RINGPOINT_CKPT_*). */
+#define RP_DEFAULT_CKPT_DIR   "./ringpoint-ckpt"
+#define RP_DEFAULT_CKPT_KEEP  2
+#define RP_DEFAULT_CKPT_CHUNK (4u << 20)
+#define RP_CKPT_DIR_LEN       4096
+
 typedef struct rp_settings {
     uint64_t ckpt_interval_s; /* 0: checkpoint only on a signal */
+    char ckpt_dir[RP_CKPT_DIR_LEN]; /* RINGPOINT_CKPT_DIR */
+    uint64_t ckpt_every;      /* also every N steps; 0: off */
+    uint64_t ckpt_keep;       /* complete checkpoints kept, >= 1 */
+    uint64_t ckpt_chunk;      /* CRC chunk size, RINGPOINT_CKPT_CHUNK_SIZE */
+    int ckpt_async;           /* 1: background writes (default) */
     uint64_t coll_timeout_s;  /* silence from a peer before failing; 0: never */
     int64_t coll_spin_us;     /* busy-poll before sleeping; -1: decide from the CPU count */
     rp_coll_algo_t allreduce_algo;

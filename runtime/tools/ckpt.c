@@ -5,6 +5,7 @@
  *   ringpoint-ckpt verify DIR [STEP]   full CRC check (newest complete by default)
  *   ringpoint-ckpt show DIR STEP       the manifest, readable
  *   ringpoint-ckpt prune DIR --keep N  retention, as the runtime applies it
+ *   ringpoint-ckpt bench --dir DIR --size BYTES   (under srun / mpirun)
  *
  * Everything is judged by content (manifest, shard headers, CRCs), exactly
  * as a restarting job judges it, so what this tool calls complete is what
@@ -36,7 +37,10 @@ static void usage(FILE *out)
             "                        complete one); exit 1 naming the bad file and chunk\n"
             "  show DIR STEP         print the manifest of STEP in readable form\n"
             "  prune DIR --keep N    keep the newest N complete checkpoints (never fewer\n"
-            "                        than 1) and remove older and broken ones\n");
+            "                        than 1) and remove older and broken ones\n"
+            "  bench --dir DIR --size BYTES[K|M|G] [--iters N]\n"
+            "                        under srun/mpirun: write and restore that much state,\n"
+            "                        sync and async, beside raw O_DIRECT; print a table\n");
 }
 
 static void format_time(uint64_t ns, char *buf, size_t len)
@@ -299,6 +303,9 @@ static int cmd_prune(const char *dir, int argc, char **argv)
     return 0;
 }
 
+/* ckpt_bench.c */
+int rp__ckpt_bench_main(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     const char *cmd, *dir;
@@ -307,6 +314,9 @@ int main(int argc, char **argv)
                       strcmp(argv[1], "--help") == 0)) {
         usage(stdout);
         return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "bench") == 0) {
+        return rp__ckpt_bench_main(argc - 1, argv + 1);
     }
     if (argc < 3) {
         usage(stderr);

@@ -1,0 +1,140 @@
+/*
+ * Async mode: at the safe point the application's thread copies this
+ * rank's stripe and per-rank bytes into a staging buffer (checksumming as
+ * it copies, so the CRCs describe exactly the snapshot) and returns; a
+ * writer thread then writes and fsyncs the shard from staging with
+ * O_DIRECT. The staging buffer is allocated and touched once, sized to
+ * this rank's payload (stripe + per-rank bytes), and reused: host memory
+ * stays flat however many checkpoints are taken. One checkpoint at most
+ * is in flight; the commit collectives are the application thread's.
+ */
+#include "config.h"
+
+#include "ckpt/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+static void *rp_async_main(void *arg)
+{
+    rp__ckpt_engine_t *e = arg;
+
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        rp_status_t rc;
+
+        while (!e->quit && !(e->job_posted && !e->job_done)) {
+            pthread_cond_wait(&e->cv, &e->mu);
+        }
+        if (e->quit) {
+            break;
+        }
+        pthread_mutex_unlock(&e->mu);
+        rc = rp__ckpt_write_staged(e);
+        pthread_mutex_lock(&e->mu);
+        e->pend.write_status = rc;
+        e->job_done = true;
+        pthread_cond_broadcast(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    rp__ckpt_cursor_t cur;
+    rp__ckpt_seg_t *segs;
+    size_t nsegs, got;
+    rp_status_t rc;
+
+    if (p->write_status != RP_OK) {
+        return p->write_status;
+    }
+    if (e->staging == NULL || e->staging_len < p->payload_len) {
+        /* The layout is frozen, so this happens once per job. */
+        rp__ckpt_io_free(e->staging);
+        e->staging_len = 0;
+        e->staging = rp__ckpt_io_alloc((size_t)p->payload_len);
+        if (e->staging == NULL) {
+            rp_error("checkpoint: out of memory for %llu bytes of staging",
+                     (unsigned long long)p->payload_len);
+            return RP_ERR_NO_MEMORY;
+        }
+        e->staging_len = (size_t)p->payload_len;
+        if (e->staging_len > e->stats.staging_bytes) {
+            e->stats.staging_bytes = e->staging_len;
+        }
+    }
+    rc = rp__ckpt_regions_segments(e, p->stripe_off, p->stripe_len, &segs,
+                                   &nsegs);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    rp__ckpt_cursor_init(&cur, segs, nsegs, e->chunk_size, p->crcs);
+    got = rp__ckpt_cursor_fill(&cur, e->staging, (size_t)p->payload_len);
+    free(segs);
+    if (got != p->payload_len) {
+        rp_error("checkpoint: snapshot copied %zu of %llu bytes", got,
+                 (unsigned long long)p->payload_len);
+        return RP_ERR_STATE;
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e)
+{
+    if (!e->thread_up) {
+        int err = pthread_create(&e->thread, NULL, rp_async_main, e);
+
+        if (err != 0) {
+            rp_error("checkpoint: cannot start the writer thread: %s",
+                     strerror(err));
+            return RP_ERR_NO_MEMORY;
+        }
+        e->thread_up = true;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->job_posted = true;
+    e->job_done = false;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return RP_OK;
+}
+
+bool rp__ckpt_async_done(rp__ckpt_engine_t *e)
+{
+    bool done;
+
+    pthread_mutex_lock(&e->mu);
+    done = !e->job_posted || e->job_done;
+    pthread_mutex_unlock(&e->mu);
+    return done;
+}
+
+void rp__ckpt_async_wait(rp__ckpt_engine_t *e)
+{
+    pthread_mutex_lock(&e->mu);
+    while (e->job_posted && !e->job_done) {
+        pthread_cond_wait(&e->cv, &e->mu);
+    }
+    e->job_posted = false;
+    e->job_done = false;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void rp__ckpt_async_stop(rp__ckpt_engine_t *e)
+{
+    if (!e->thread_up) {
+        return;
+    }
+    rp__ckpt_async_wait(e);
+    pthread_mutex_lock(&e->mu);
+    e->quit = true;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->thread, NULL);
+    e->thread_up = false;
+}

@@ -1,0 +1,467 @@
+/*
+ * The coordinated two-phase commit of one checkpoint, over the
+ * collectives (doc/checkpoint-format.md, section 5):
+ *
+ *   begin   rank 0 removes leftovers (first time only), makes
+ *           .inflight-step-S-<nonce> and draws the checkpoint id; a
+ *           broadcast gives every rank the name, id and time
+ *   write   every rank writes and fsyncs shard-<rank>.rp (sync: here, from
+ *           the registered memory; async: the writer thread, from staging)
+ *   finish  allreduce(MIN) of an ok flag: if any rank failed, rank 0
+ *           removes the in-flight directory and the previous checkpoint
+ *           stays the latest; else an allgather brings every rank's chunk
+ *           CRCs to rank 0, which writes the manifest, fsyncs, renames
+ *           the directory into place and fsyncs the root; a broadcast
+ *           tells everyone; then rank 0 prunes (after the commit is
+ *           durable, so retention never leaves fewer good checkpoints).
+ */
+#include "config.h"
+
+#include "ckpt/engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckpt/catalog.h"
+#include "ckpt/fileio.h"
+#include "core/context.h"
+#include "ringpoint/coll.h"
+#include "util/log.h"
+
+#define RP_CM_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* What rank 0 tells everyone at begin. */
+typedef struct rp_cm_begin_msg {
+    int32_t status;
+    uint32_t pad;
+    uint64_t nonce;
+    uint64_t created_ns;
+    uint8_t ckpt_id[RP_CKPT_ID_SIZE];
+} rp_cm_begin_msg_t;
+
+rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e, uint64_t step)
+{
+    if ((e->fault == RP_CKPT_FAULT_WRITE || e->fault == RP_CKPT_FAULT_KILL) &&
+        e->fault_rank == e->rank && step >= e->fault_step) {
+        return e->fault;
+    }
+    return RP_CKPT_FAULT_NONE;
+}
+
+/* mkdir -p @path, each component with the user's umask. */
+static rp_status_t rp_cm_mkdirs(const char *path)
+{
+    char buf[RP_CKPT_DIR_LEN];
+    size_t i, n = strlen(path);
+
+    if (n >= sizeof(buf)) {
+        rp_error("checkpoint directory %s: path too long", path);
+        return RP_ERR_INVALID_ARG;
+    }
+    memcpy(buf, path, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+                rp_error("create checkpoint directory %s: %s", buf,
+                         strerror(errno));
+                return RP_ERR_IO;
+            }
+            buf[i] = c;
+        }
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create)
+{
+    rp_status_t rc;
+
+    if (e->rootfd >= 0) {
+        return RP_OK;
+    }
+    if (create) {
+        rc = rp_cm_mkdirs(e->dir);
+        if (rc != RP_OK) {
+            return rc;
+        }
+    }
+    /* The root itself may be a symbolic link the user chose; everything
+     * inside it is opened relative to this descriptor with O_NOFOLLOW. */
+    e->rootfd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (e->rootfd < 0) {
+        if (errno == ENOENT && !create) {
+            return RP_ERR_NOT_FOUND;
+        }
+        rp_error("open checkpoint directory %s: %s", e->dir, strerror(errno));
+        return RP_ERR_IO;
+    }
+    return RP_OK;
+}
+
+static uint32_t rp_cm_env_u32(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    unsigned long long x;
+
+    if (v == NULL || *v == '\0') {
+        return 0;
+    }
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    return (errno != 0 || *end != '\0' || x > UINT32_MAX) ? 0 : (uint32_t)x;
+}
+
+/* Rank 0's half of begin: root, leftovers, in-flight directory. */
+static rp_status_t rp_cm_begin_root(rp__ckpt_engine_t *e, uint64_t step,
+                                    rp_cm_begin_msg_t *msg)
+{
+    char name[RP_CKPT_NAME_MAX];
+    struct timespec now;
+    struct stat st;
+    rp_status_t rc;
+
+    rc = rp__ckpt_open_root(e, true);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    if (!e->cleaned) {
+        /* No writer of this job has run yet: an in-flight directory can
+         * only be debris of a killed job. */
+        unsigned removed = 0;
+
+        if (rp__ckpt_cleanup_inflight(e->dir, &removed) == RP_OK &&
+            removed > 0) {
+            rp_info("checkpoint: removed %u leftover in-flight "
+                    "director%s in %s", removed, removed == 1 ? "y" : "ies",
+                    e->dir);
+        }
+        e->cleaned = true;
+    }
+    rp__ckpt_name_committed(step, name, sizeof(name));
+    if (fstatat(e->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        rp_warn("checkpoint %s/%s exists already; not taking it again",
+                e->dir, name);
+        return RP_ERR_STATE;
+    }
+    rc = rp__ckpt_random(&msg->nonce, sizeof(msg->nonce));
+    if (rc == RP_OK) {
+        rc = rp__ckpt_random(msg->ckpt_id, sizeof(msg->ckpt_id));
+    }
+    if (rc != RP_OK) {
+        return rc;
+    }
+    clock_gettime(CLOCK_REALTIME, &now);
+    msg->created_ns = (uint64_t)now.tv_sec * 1000000000ull +
+                      (uint64_t)now.tv_nsec;
+    rp__ckpt_name_inflight(step, msg->nonce, name, sizeof(name));
+    if (mkdirat(e->rootfd, name, 0777) != 0) {
+        rp_error("mkdir %s/%s: %s", e->dir, name, strerror(errno));
+        return RP_ERR_IO;
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    rp_cm_begin_msg_t msg;
+    uint64_t t0 = rp__ckpt_now_ns();
+    rp_status_t rc;
+
+    memset(&msg, 0, sizeof(msg));
+    if (e->rank == 0) {
+        msg.status = (int32_t)rp_cm_begin_root(e, step, &msg);
+    }
+    rc = rp_broadcast(e->ctx, &msg, sizeof(msg), RP_DTYPE_UINT8, 0);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    if (msg.status != RP_OK) {
+        if (e->rank != 0 && msg.status != RP_ERR_STATE) {
+            rp_error("checkpoint step %llu: rank 0 could not start it (%s)",
+                     (unsigned long long)step,
+                     rp_status_string((rp_status_t)msg.status));
+        }
+        return (rp_status_t)msg.status;
+    }
+    memset(p, 0, sizeof(*p));
+    p->cfd = -1;
+    p->step = step;
+    p->t_begin_ns = t0;
+    p->created_ns = msg.created_ns;
+    memcpy(p->ckpt_id, msg.ckpt_id, RP_CKPT_ID_SIZE);
+    rp__ckpt_name_inflight(step, msg.nonce, p->inflight, sizeof(p->inflight));
+    rp__ckpt_name_committed(step, p->committed, sizeof(p->committed));
+    rc = rp__ckpt_stripe(e->stream_len, e->size, e->rank, &p->stripe_off,
+                         &p->stripe_len);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    p->payload_len = p->stripe_len + e->per_rank_len;
+    p->nchunks = rp__ckpt_nchunks(p->payload_len, e->chunk_size);
+    p->active = true;
+    /* From here on every failure is this rank's write failing: it is
+     * reported through the agreement in finish, so no rank is left alone
+     * in a collective. */
+    p->crcs = calloc(p->nchunks > 0 ? p->nchunks : 1, sizeof(uint32_t));
+    if (p->crcs == NULL) {
+        rp_error("checkpoint step %llu: out of memory for %u CRCs",
+                 (unsigned long long)step, p->nchunks);
+        p->write_status = RP_ERR_NO_MEMORY;
+        return RP_OK;
+    }
+    if (e->rank != 0) {
+        rc = rp__ckpt_open_root(e, false);
+        if (rc != RP_OK) {
+            if (rc == RP_ERR_NOT_FOUND) {
+                rp_error("checkpoint directory %s does not exist on this "
+                         "node (it must be shared by all nodes)", e->dir);
+                rc = RP_ERR_IO;
+            }
+            p->write_status = rc;
+            return RP_OK;
+        }
+    }
+    p->cfd = openat(e->rootfd, p->inflight, RP_CM_DIR_FLAGS);
+    if (p->cfd < 0) {
+        rp_error("open %s/%s: %s%s", e->dir, p->inflight, strerror(errno),
+                 errno == ENOENT ? " (is the checkpoint directory shared by "
+                                   "all nodes?)" : "");
+        p->write_status = RP_ERR_IO;
+    }
+    return RP_OK;
+}
+
+static void rp_cm_header(const rp__ckpt_engine_t *e,
+                         rp__ckpt_shard_header_t *hdr)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    memcpy(hdr->ckpt_id, e->pend.ckpt_id, RP_CKPT_ID_SIZE);
+    hdr->step = e->pend.step;
+    hdr->rank = e->rank;
+    hdr->world_size = e->size;
+    hdr->payload_length = e->pend.payload_len;
+}
+
+void rp__ckpt_write_sync(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    rp__ckpt_shard_header_t hdr;
+    rp__ckpt_cursor_t cur;
+    rp__ckpt_seg_t *segs;
+    char label[RP_CKPT_LABEL_MAX];
+    size_t nsegs;
+
+    if (p->write_status != RP_OK) {
+        return;
+    }
+    p->write_status = rp__ckpt_regions_segments(e, p->stripe_off,
+                                                p->stripe_len, &segs, &nsegs);
+    if (p->write_status != RP_OK) {
+        return;
+    }
+    rp__ckpt_cursor_init(&cur, segs, nsegs, e->chunk_size, p->crcs);
+    rp_cm_header(e, &hdr);
+    snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
+    p->write_status = rp__ckpt_shard_write(p->cfd, label, &hdr, &cur, NULL,
+                                           rp__ckpt_fault_for(e, p->step),
+                                           &p->wstats);
+    free(segs);
+}
+
+rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    rp__ckpt_shard_header_t hdr;
+    char label[RP_CKPT_LABEL_MAX];
+
+    rp_cm_header(e, &hdr);
+    snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
+    return rp__ckpt_shard_write(p->cfd, label, &hdr, NULL, e->staging,
+                                rp__ckpt_fault_for(e, p->step), &p->wstats);
+}
+
+/* Rank 0: the manifest from the gathered CRCs, then the commit. */
+static rp_status_t rp_cm_commit_root(rp__ckpt_engine_t *e,
+                                     const uint32_t *all, uint32_t maxn,
+                                     bool *renamed_p)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    rp__ckpt_manifest_t m;
+    char label[RP_CKPT_LABEL_MAX], err[256];
+    uint32_t i, r;
+    rp_status_t rc;
+
+    *renamed_p = false;
+    snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
+    rc = rp__ckpt_manifest_init(&m, e->size, e->nregs);
+    if (rc != RP_OK) {
+        rp_error("%s: cannot set up the manifest", label);
+        return rc;
+    }
+    for (i = 0; i < e->nregs; i++) {
+        memcpy(m.regions[i].name, e->regs[i].name, sizeof(m.regions[i].name));
+        m.regions[i].kind = e->regs[i].kind;
+        m.regions[i].offset = e->regs[i].offset;
+        m.regions[i].size = e->regs[i].size;
+    }
+    m.step = p->step;
+    m.job_id = rp_cm_env_u32("SLURM_JOB_ID");
+    m.restart_count = rp_cm_env_u32("SLURM_RESTART_COUNT");
+    m.created_ns = p->created_ns;
+    memcpy(m.ckpt_id, p->ckpt_id, RP_CKPT_ID_SIZE);
+    m.chunk_size = e->chunk_size;
+    m.stream_length = e->stream_len;
+    m.per_rank_length = e->per_rank_len;
+    rc = rp__ckpt_manifest_plan(&m, err, sizeof(err));
+    if (rc != RP_OK) {
+        rp_error("%s: %s", label, err);
+        goto out;
+    }
+    for (r = 0; r < e->size; r++) {
+        if (m.shards[r].nchunks > maxn) {
+            rp_error("%s: rank %u has %u chunks, more than the %u gathered",
+                     label, r, m.shards[r].nchunks, maxn);
+            rc = RP_ERR_STATE;
+            goto out;
+        }
+        memcpy(m.shards[r].chunk_crc, all + (size_t)r * maxn,
+               m.shards[r].nchunks * sizeof(uint32_t));
+    }
+    rc = rp__ckpt_manifest_write_at(p->cfd, label, &m);
+    if (rc == RP_OK) {
+        rc = rp__ckpt_commit_at(e->rootfd, e->dir, &p->cfd, p->inflight,
+                                p->committed, renamed_p);
+    }
+out:
+    rp__ckpt_manifest_free(&m);
+    return rc;
+}
+
+/* The largest chunk count of any rank: rank 0's stripe is never shorter
+ * than another's, but computing it keeps that fact out of the protocol. */
+static uint32_t rp_cm_max_chunks(const rp__ckpt_engine_t *e)
+{
+    uint32_t r, maxn = 0;
+
+    for (r = 0; r < e->size; r++) {
+        uint64_t off, len;
+        uint32_t n;
+
+        (void)rp__ckpt_stripe(e->stream_len, e->size, r, &off, &len);
+        n = rp__ckpt_nchunks(len + e->per_rank_len, e->chunk_size);
+        maxn = n > maxn ? n : maxn;
+    }
+    return maxn;
+}
+
+static void rp_cm_end(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    char label[RP_CKPT_LABEL_MAX];
+
+    snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
+    (void)rp__ckpt_close(&p->cfd, label);
+    free(p->crcs);
+    p->crcs = NULL;
+    p->active = false;
+}
+
+rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    int32_t ok = p->write_status == RP_OK ? 1 : 0, result = RP_OK;
+    uint32_t maxn, *mine = NULL, *all = NULL;
+    uint64_t t0 = rp__ckpt_now_ns();
+    bool renamed = false;
+    rp_status_t rc;
+
+    /* The gather buffers first, so running out of memory for them is
+     * one more "not ok" in the agreement instead of a rank missing from a
+     * collective. */
+    maxn = rp_cm_max_chunks(e);
+    mine = calloc(maxn > 0 ? maxn : 1, sizeof(uint32_t));
+    all = calloc((size_t)(maxn > 0 ? maxn : 1) * e->size, sizeof(uint32_t));
+    if (mine == NULL || all == NULL) {
+        rp_error("checkpoint step %llu: out of memory for %u CRCs per rank",
+                 (unsigned long long)p->step, maxn);
+        ok = 0;
+        if (p->write_status == RP_OK) {
+            p->write_status = RP_ERR_NO_MEMORY;
+        }
+    }
+    rc = rp_allreduce(e->ctx, &ok, &ok, 1, RP_DTYPE_INT32, RP_OP_MIN);
+    if (rc != RP_OK) {
+        goto out; /* the job is broken; the next start cleans up */
+    }
+    if (ok == 0) {
+        if (e->rank == 0) {
+            rp_error("checkpoint step %llu failed on at least one rank: not "
+                     "committed; the previous checkpoint stays the latest",
+                     (unsigned long long)p->step);
+            (void)rp__ckpt_close(&p->cfd, p->inflight);
+            (void)rp__ckpt_remove_at(e->rootfd, p->inflight);
+        }
+        rc = p->write_status != RP_OK ? p->write_status : RP_ERR_IO;
+        goto out;
+    }
+    memcpy(mine, p->crcs, p->nchunks * sizeof(uint32_t));
+    rc = rp_allgather(e->ctx, mine, all, (size_t)maxn * sizeof(uint32_t),
+                      RP_DTYPE_UINT8);
+    if (rc != RP_OK) {
+        goto out;
+    }
+    if (e->rank == 0) {
+        result = (int32_t)rp_cm_commit_root(e, all, maxn, &renamed);
+        if (result != RP_OK && !renamed) {
+            (void)rp__ckpt_close(&p->cfd, p->inflight);
+            (void)rp__ckpt_remove_at(e->rootfd, p->inflight);
+        }
+    }
+    rc = rp_broadcast(e->ctx, &result, 1, RP_DTYPE_INT32, 0);
+    if (rc != RP_OK) {
+        goto out;
+    }
+    rc = (rp_status_t)result;
+    if (rc != RP_OK) {
+        if (e->rank != 0) {
+            rp_error("checkpoint step %llu: rank 0 could not commit it (%s)",
+                     (unsigned long long)p->step, rp_status_string(rc));
+        }
+        goto out;
+    }
+    e->stats.commit_ns = rp__ckpt_now_ns() - t0;
+    e->stats.total_ns = rp__ckpt_now_ns() - p->t_begin_ns;
+    e->stats.write_ns = p->wstats.ns;
+    e->stats.direct = p->wstats.direct;
+    e->stats.bytes_total = e->stream_len +
+                           (uint64_t)e->per_rank_len * e->size;
+    if (e->rank == 0) {
+        unsigned removed = 0;
+
+        rp_info("checkpoint step %llu committed: %s/%s, %u shards, %llu "
+                "bytes, commit %.2f ms", (unsigned long long)p->step, e->dir,
+                p->committed, e->size,
+                (unsigned long long)e->stats.bytes_total,
+                (double)e->stats.commit_ns / 1e6);
+        /* Quick verification is right here: the newest checkpoint was just
+         * written and agreed on by every rank. */
+        (void)rp__ckpt_prune(e->dir, (unsigned)e->keep, false, &removed);
+    }
+out:
+    free(mine);
+    free(all);
+    rp_cm_end(e);
+    return rc;
+}

@@ -1,0 +1,286 @@
+/*
+ * The safe point. Every rank calls rp_step with the same step; one small
+ * allreduce(MAX) of four flags makes the decision the same everywhere:
+ *
+ *   [0] the interval elapsed, by rank 0's clock only (clocks of different
+ *       nodes disagree; one judge means one answer)
+ *   [1] the step is a multiple of RINGPOINT_CKPT_EVERY
+ *   [2] a stop was requested on this rank (signal handlers set a flag)
+ *   [3] this rank's background write is still running
+ *
+ * A checkpoint in flight is committed when every rank's write finished
+ * ([3] is 0 everywhere) or when a new checkpoint or a stop needs it out of
+ * the way (then every rank waits for its writer first). So each commit
+ * runs its collectives on every rank at the same safe point.
+ */
+#include "config.h"
+
+#include "ckpt/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "ckpt/fileio.h"
+#include "ringpoint/coll.h"
+#include "util/log.h"
+
+/* A stop asked for before the engine exists (a signal during start-up)
+ * must not be lost; one context per process, so one flag is enough. */
+static volatile sig_atomic_t rp_eng_stop_pending;
+
+/* RINGPOINT_CKPT_FAULT=KIND:RANK[:STEP], a test hook: KIND "write" makes
+ * RANK's shard writes fail half way with an I/O error, "kill" makes RANK
+ * SIGKILL itself half way through writing, for checkpoints of steps >=
+ * STEP (default 0); "stop" makes RANK request a stop at step STEP, as a
+ * signal handler would. Documented in doc/checkpoint-format.md. */
+static void rp_eng_parse_fault(rp__ckpt_engine_t *e)
+{
+    const char *v = getenv("RINGPOINT_CKPT_FAULT");
+    char kind[16];
+    unsigned rank;
+    unsigned long long step = 0;
+    int n;
+
+    if (v == NULL || *v == '\0') {
+        return;
+    }
+    n = sscanf(v, "%15[a-z]:%u:%llu", kind, &rank, &step);
+    if (n < 2 || (strcmp(kind, "write") != 0 && strcmp(kind, "kill") != 0 &&
+                  strcmp(kind, "stop") != 0)) {
+        rp_warn("RINGPOINT_CKPT_FAULT=%s ignored (KIND:RANK[:STEP], KIND "
+                "write, kill or stop)", v);
+        return;
+    }
+    e->fault = strcmp(kind, "kill") == 0   ? RP_CKPT_FAULT_KILL
+               : strcmp(kind, "stop") == 0 ? RP_CKPT_FAULT_STOP
+                                           : RP_CKPT_FAULT_WRITE;
+    e->fault_rank = rank;
+    e->fault_step = step;
+}
+
+rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
+{
+    rp__ckpt_engine_t *e = ctx->ckpt;
+
+    if (e != NULL) {
+        return e;
+    }
+    e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        rp_error("checkpoint: out of memory");
+        return NULL;
+    }
+    e->ctx = ctx;
+    e->rank = (uint32_t)ctx->bootstrap->rank;
+    e->size = (uint32_t)ctx->bootstrap->size;
+    snprintf(e->dir, sizeof(e->dir), "%s", ctx->settings.ckpt_dir);
+    e->interval_s = ctx->settings.ckpt_interval_s;
+    e->every = ctx->settings.ckpt_every;
+    e->keep = ctx->settings.ckpt_keep;
+    e->chunk_size = ctx->settings.ckpt_chunk;
+    e->async = ctx->settings.ckpt_async != 0;
+    e->rootfd = -1;
+    e->pend.cfd = -1;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    rp_eng_parse_fault(e);
+    ctx->ckpt = e;
+    return e;
+}
+
+void rp__ckpt_request_stop(struct rp_context *ctx)
+{
+    rp_eng_stop_pending = 1;
+    if (ctx != NULL && ctx->ckpt != NULL) {
+        ctx->ckpt->stop_requested = 1;
+    }
+}
+
+void rp__ckpt_get_stats(struct rp_context *ctx, rp__ckpt_stats_t *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (ctx != NULL && ctx->ckpt != NULL) {
+        *st = ctx->ckpt->stats;
+    }
+}
+
+/* Freeze the table (first collective use) and start the interval clock. */
+static rp_status_t rp_eng_ready(rp__ckpt_engine_t *e)
+{
+    rp_status_t rc;
+
+    if (e->frozen) {
+        return RP_OK;
+    }
+    rc = rp__ckpt_regions_freeze(e);
+    if (rc == RP_OK) {
+        e->last_ckpt_ns = rp__ckpt_now_ns();
+    }
+    return rc;
+}
+
+/* Commit the checkpoint in flight, after this rank's writer is done. */
+static rp_status_t rp_eng_settle(rp__ckpt_engine_t *e)
+{
+    if (!e->pend.active) {
+        return RP_OK;
+    }
+    rp__ckpt_async_wait(e);
+    return rp__ckpt_finish(e);
+}
+
+/* Take a checkpoint of @step; with @wait, return once it is committed. */
+static rp_status_t rp_eng_take(rp__ckpt_engine_t *e, uint64_t step, bool wait,
+                               bool *taken_p)
+{
+    uint64_t t0 = rp__ckpt_now_ns();
+    rp_status_t rc;
+
+    *taken_p = false;
+    rc = rp__ckpt_begin(e, step);
+    if (rc == RP_ERR_STATE) {
+        return RP_OK; /* this step is committed already */
+    }
+    if (rc != RP_OK) {
+        return rc;
+    }
+    if (e->rank == 0) {
+        e->last_ckpt_ns = t0;
+    }
+    if (!e->async) {
+        rp__ckpt_write_sync(e);
+        rc = rp__ckpt_finish(e);
+    } else {
+        rp_status_t snap = rp__ckpt_async_snapshot(e);
+
+        if (snap != RP_OK && e->pend.write_status == RP_OK) {
+            e->pend.write_status = snap;
+        }
+        if (wait) {
+            if (e->pend.write_status == RP_OK) {
+                rp_status_t w = rp__ckpt_write_staged(e);
+
+                e->pend.write_status = w;
+            }
+            rc = rp__ckpt_finish(e);
+        } else if (e->pend.write_status == RP_OK) {
+            rc = rp__ckpt_async_start(e);
+            if (rc != RP_OK) {
+                e->pend.write_status = rc;
+                rc = RP_OK; /* reported by the agreement at the next step */
+            }
+        }
+        /* A failed snapshot is reported by the agreement at the next safe
+         * point, like a failed background write. */
+    }
+    e->stats.stall_ns = rp__ckpt_now_ns() - t0;
+    *taken_p = rc == RP_OK;
+    return rc;
+}
+
+rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
+                          rp_step_result_t *result)
+{
+    int64_t v[4];
+    bool due, stop, taken = false;
+    rp_status_t rc, prev = RP_OK;
+
+    if (result != NULL) {
+        memset(result, 0, sizeof(*result));
+    }
+    if (e->stopped) {
+        if (result != NULL) {
+            result->stop = 1;
+        }
+        return RP_OK;
+    }
+    if (e->have_step && step <= e->last_step) {
+        rp_error("rp_step: step %llu after step %llu (steps must increase)",
+                 (unsigned long long)step, (unsigned long long)e->last_step);
+        return RP_ERR_INVALID_ARG;
+    }
+    rc = rp_eng_ready(e);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    e->have_step = true;
+    e->last_step = step;
+    if (e->fault == RP_CKPT_FAULT_STOP && e->fault_rank == e->rank &&
+        step >= e->fault_step) {
+        e->stop_requested = 1;
+    }
+    v[0] = e->rank == 0 && e->interval_s > 0 &&
+           rp__ckpt_now_ns() - e->last_ckpt_ns >= e->interval_s * 1000000000ull;
+    v[1] = e->every > 0 && step % e->every == 0;
+    v[2] = e->stop_requested != 0 || rp_eng_stop_pending != 0;
+    v[3] = e->pend.active && !rp__ckpt_async_done(e);
+    rc = rp_allreduce(e->ctx, v, v, 4, RP_DTYPE_INT64, RP_OP_MAX);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    stop = v[2] != 0;
+    due = v[0] != 0 || v[1] != 0 || stop;
+    if (e->pend.active && (due || v[3] == 0)) {
+        /* A background write failed: this is the safe point that says so;
+         * training and the next checkpoint go on. */
+        prev = rp_eng_settle(e);
+    }
+    if (due) {
+        rc = rp_eng_take(e, step, stop, &taken);
+    }
+    if (stop) {
+        /* The stop checkpoint is committed (or failed, said above): leave
+         * the loop either way, the job is being stopped. */
+        e->stopped = true;
+        e->stop_requested = 0;
+        rp_eng_stop_pending = 0;
+    }
+    if (result != NULL) {
+        result->checkpointed = taken;
+        result->stop = stop;
+    }
+    return rc != RP_OK ? rc : prev;
+}
+
+rp_status_t rp__ckpt_checkpoint_now(rp__ckpt_engine_t *e, uint64_t step)
+{
+    bool taken;
+    rp_status_t rc, prev;
+
+    rc = rp_eng_ready(e);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    prev = rp_eng_settle(e);
+    rc = rp_eng_take(e, step, true, &taken);
+    if (rc == RP_OK && taken) {
+        e->have_step = true;
+        e->last_step = step > e->last_step ? step : e->last_step;
+    }
+    return rc != RP_OK ? rc : prev;
+}
+
+void rp__ckpt_engine_destroy(struct rp_context *ctx)
+{
+    rp__ckpt_engine_t *e = ctx->ckpt;
+
+    if (e == NULL) {
+        return;
+    }
+    if (e->pend.active) {
+        /* rp_finalize is collective: commit what is in flight, so a job
+         * that ends normally keeps its last checkpoint. */
+        (void)rp_eng_settle(e);
+    }
+    rp__ckpt_async_stop(e);
+    (void)rp__ckpt_close(&e->rootfd, e->dir);
+    rp__ckpt_io_free(e->staging);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e->regs);
+    free(e);
+    ctx->ckpt = NULL;
+}

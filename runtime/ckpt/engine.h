@@ -1,0 +1,191 @@
+/*
+ * The checkpoint engine: what a context knows about the application's
+ * registered state, and the coordinated checkpoint built on the format
+ * layer and the collectives.
+ *
+ *   regions.c  registration, the stream / per-rank layout, the table hash
+ *   engine.c   the safe point: the collective decision, the state machine
+ *   commit.c   two-phase commit: begin (in-flight dir), write, finish
+ *   async.c    staging buffers and the background writer thread
+ *   reader.c   restore on any world size, with fall-back on bad CRCs
+ *   api.c      the public functions (argument checks)
+ *
+ * Threads: only the application's thread runs collectives. The writer
+ * thread of async mode writes and fsyncs this rank's shard and nothing
+ * else; the agreement, CRC gather and manifest commit of that checkpoint
+ * run on the application's thread at a later safe point (the next
+ * rp_step that finds every rank's write finished, a stop, rp_checkpoint,
+ * or rp_finalize), because two threads must never run collectives on one
+ * communicator.
+ */
+#ifndef RP_CKPT_ENGINE_H
+#define RP_CKPT_ENGINE_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringpoint/ckpt.h"
+#include "ckpt/layout.h"
+#include "ckpt/manifest.h"
+#include "ckpt/shardio.h"
+
+/* Regions of each kind are laid out in registration order, each starting
+ * on a multiple of this (cache-line aligned copies; the gaps are zero). */
+#define RP_CKPT_REGION_ALIGN 64u
+
+/* "<root>/<checkpoint name>" for messages; the root is at most 4095. */
+#define RP_CKPT_LABEL_MAX (4096 + RP_CKPT_NAME_MAX + 2)
+
+typedef struct rp__ckpt_reg {
+    char name[RP_CKPT_REGION_NAME_MAX + 1];
+    rp__ckpt_region_kind_t kind;
+    void *addr;
+    uint64_t size;
+    uint64_t offset; /* in the stream or in the per-rank section */
+} rp__ckpt_reg_t;
+
+/* One checkpoint between begin and finish. */
+typedef struct rp__ckpt_pending {
+    bool active;
+    uint64_t step;
+    char inflight[RP_CKPT_NAME_MAX];
+    char committed[RP_CKPT_NAME_MAX];
+    uint8_t ckpt_id[RP_CKPT_ID_SIZE];
+    uint64_t created_ns;
+    int cfd;                  /* the in-flight directory, every rank */
+    uint64_t stripe_off, stripe_len, payload_len;
+    uint32_t nchunks;
+    uint32_t *crcs;           /* this rank's chunk CRCs */
+    rp_status_t write_status; /* this rank's shard write */
+    rp__ckpt_write_stats_t wstats;
+    uint64_t t_begin_ns;
+} rp__ckpt_pending_t;
+
+/* Figures of the last checkpoint and restore, for ringpoint-ckpt bench. */
+typedef struct rp__ckpt_stats {
+    uint64_t bytes_total;     /* payload bytes of all shards */
+    uint64_t stall_ns;        /* time the last checkpointing rp_step /
+                                 rp_checkpoint held the caller */
+    uint64_t write_ns;        /* this rank's shard write, fsync included */
+    uint64_t commit_ns;       /* agreement + gather + manifest + rename */
+    uint64_t total_ns;        /* begin to durable commit */
+    uint64_t restore_ns;
+    uint64_t restore_bytes;   /* replicated + per-rank bytes restored */
+    uint64_t staging_bytes;   /* host memory held for staging, peak */
+    bool direct;              /* O_DIRECT was used */
+} rp__ckpt_stats_t;
+
+typedef struct rp__ckpt_engine {
+    struct rp_context *ctx;
+    uint32_t rank, size;
+
+    rp__ckpt_reg_t *regs;
+    uint32_t nregs, cap;
+    uint64_t stream_len, per_rank_len;
+    bool frozen;   /* table checked across ranks; no more registration */
+
+    /* settings (from the context's) */
+    char dir[4096];
+    uint64_t interval_s, every, keep, chunk_size;
+    bool async;
+    rp__ckpt_fault_t fault;
+    uint32_t fault_rank;
+    uint64_t fault_step;
+
+    int rootfd;     /* the checkpoint root, once it exists */
+    bool cleaned;   /* leftovers removed (rank 0) */
+    bool have_step;
+    uint64_t last_step;
+    uint64_t last_ckpt_ns; /* rank 0's clock, for the interval */
+
+    volatile sig_atomic_t stop_requested;
+    bool stopped;   /* a stop checkpoint was committed and reported */
+
+    rp__ckpt_pending_t pend;
+
+    /* async mode */
+    unsigned char *staging;
+    size_t staging_len;
+    pthread_t thread;
+    bool thread_up;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool job_posted;   /* a shard write waits for / is in the thread */
+    bool job_done;     /* the thread finished it */
+    bool quit;
+
+    rp__ckpt_stats_t stats;
+} rp__ckpt_engine_t;
+
+/* The engine of @ctx, created on first use. NULL only when out of
+ * memory (logged). */
+rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx);
+
+/* Finish any checkpoint in flight (collective), stop the writer thread,
+ * free everything. Called by rp_finalize before the collectives go. */
+void rp__ckpt_engine_destroy(struct rp_context *ctx);
+
+/* Ask for a stop: the next rp_step on every rank takes a checkpoint and
+ * reports stop. Async-signal-safe (sets a sig_atomic_t). */
+void rp__ckpt_request_stop(struct rp_context *ctx);
+
+/* regions.c */
+rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
+                                 void *addr, size_t size,
+                                 rp__ckpt_region_kind_t kind);
+/* Check on every rank that all registered the same table (collective);
+ * afterwards no more registration. */
+rp_status_t rp__ckpt_regions_freeze(rp__ckpt_engine_t *e);
+/* Segments of this rank's payload: stripe [@off, @off+@len) of the stream,
+ * then the per-rank section. *@segs_p is malloc'd. */
+rp_status_t rp__ckpt_regions_segments(const rp__ckpt_engine_t *e,
+                                      uint64_t off, uint64_t len,
+                                      rp__ckpt_seg_t **segs_p,
+                                      size_t *nsegs_p);
+long rp__ckpt_regions_find(const rp__ckpt_engine_t *e, const char *name);
+
+/* commit.c */
+/* Collective. Rank 0 makes the in-flight directory; all open it and
+ * size this rank's part. RP_ERR_STATE: step already committed (skip). */
+rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step);
+/* This rank's shard from the registered memory, through a bounce buffer
+ * (sync mode), into e->pend.write_status. */
+void rp__ckpt_write_sync(rp__ckpt_engine_t *e);
+/* This rank's shard from staging (async mode; CRCs already computed).
+ * Runs on the writer thread, or inline for a checkpoint waited for. */
+rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e);
+/* Collective: agree, gather CRCs, commit, prune. Always ends the pending
+ * checkpoint; returns RP_OK when it is durable on every rank's word. */
+rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e);
+/* Make sure the root exists (rank 0 creates it) and is open; collective
+ * only in the sense that every rank calls it at the same point. */
+rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create);
+/* Fault knob for this rank and step. */
+rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e,
+                                    uint64_t step);
+
+/* async.c */
+rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e);
+/* Hand the staged shard to the writer thread. */
+rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e);
+/* Has the writer finished the posted shard? Non-blocking. */
+bool rp__ckpt_async_done(rp__ckpt_engine_t *e);
+/* Block until the writer finished the posted shard. */
+void rp__ckpt_async_wait(rp__ckpt_engine_t *e);
+void rp__ckpt_async_stop(rp__ckpt_engine_t *e);
+
+/* reader.c */
+rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
+                             size_t nnames, rp_restore_info_t *info);
+
+/* engine.c */
+rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
+                          rp_step_result_t *result);
+rp_status_t rp__ckpt_checkpoint_now(rp__ckpt_engine_t *e, uint64_t step);
+/* Copy of the figures, for the benchmark. */
+void rp__ckpt_get_stats(struct rp_context *ctx, rp__ckpt_stats_t *st);
+
+#endif /* RP_CKPT_ENGINE_H */

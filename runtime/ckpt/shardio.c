@@ -1,0 +1,397 @@
+/*
+ * Shard, manifest and commit writes shared by both checkpoint writers;
+ * see shardio.h.
+ */
+#include "config.h"
+
+#include "ckpt/shardio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckpt/crc32c.h"
+#include "ckpt/fileio.h"
+#include "ckpt/layout.h"
+#include "util/log.h"
+
+#define RP_SIO_FILE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+#define RP_SIO_ALIGN 4096u
+/* Bounce buffer of the cursor path: big enough that the device sees long
+ * sequential writes, small enough to stay far below the "one stripe" of
+ * host memory a checkpoint may use. */
+#define RP_SIO_BOUNCE (8u << 20)
+/* Copy and checksum in blocks that stay in L2, so the CRC reads the bytes
+ * the copy just wrote from cache instead of memory. */
+#define RP_SIO_BLOCK (128u << 10)
+/* Largest single direct write from a caller's buffer. */
+#define RP_SIO_MAX_WRITE (64u << 20)
+
+uint64_t rp__ckpt_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void *rp__ckpt_io_alloc(size_t len)
+{
+    void *p = NULL;
+    size_t i;
+
+    if (posix_memalign(&p, RP_SIO_ALIGN, len > 0 ? len : RP_SIO_ALIGN) != 0) {
+        return NULL;
+    }
+    /* One write per page: the kernel maps them now, not during the first
+     * snapshot (writing into fresh pages is several times slower). */
+    for (i = 0; i < len; i += RP_SIO_ALIGN) {
+        ((volatile unsigned char *)p)[i] = 0;
+    }
+    return p;
+}
+
+void rp__ckpt_io_free(void *p)
+{
+    free(p);
+}
+
+uint32_t rp__ckpt_nchunks(uint64_t len, uint64_t chunk_size)
+{
+    return (uint32_t)(len / chunk_size + (len % chunk_size != 0));
+}
+
+void rp__ckpt_cursor_init(rp__ckpt_cursor_t *cur, const rp__ckpt_seg_t *segs,
+                          size_t nsegs, uint64_t chunk_size, uint32_t *crcs)
+{
+    size_t i;
+
+    memset(cur, 0, sizeof(*cur));
+    cur->segs = segs;
+    cur->nsegs = nsegs;
+    cur->chunk_size = chunk_size;
+    cur->crcs = crcs;
+    for (i = 0; i < nsegs; i++) {
+        cur->total += segs[i].len;
+    }
+    cur->nchunks = rp__ckpt_nchunks(cur->total, chunk_size);
+}
+
+size_t rp__ckpt_cursor_fill(rp__ckpt_cursor_t *cur, void *dst, size_t n)
+{
+    unsigned char *out = dst;
+    size_t done = 0;
+
+    while (done < n && cur->pos < cur->total) {
+        const rp__ckpt_seg_t *s;
+        uint64_t in_chunk = cur->chunk_size - cur->pos % cur->chunk_size;
+        uint64_t blk;
+
+        /* Skip empty segments. */
+        while (cur->si < cur->nsegs && cur->soff == cur->segs[cur->si].len) {
+            cur->si++;
+            cur->soff = 0;
+        }
+        s = &cur->segs[cur->si];
+        blk = s->len - cur->soff;
+        if (blk > n - done) {
+            blk = n - done;
+        }
+        if (blk > in_chunk) {
+            blk = in_chunk;
+        }
+        if (blk > RP_SIO_BLOCK) {
+            blk = RP_SIO_BLOCK;
+        }
+        if (s->base != NULL) {
+            memcpy(out + done, (const unsigned char *)s->base + cur->soff,
+                   (size_t)blk);
+        } else {
+            memset(out + done, 0, (size_t)blk);
+        }
+        cur->crc = rp__crc32c(cur->crc, out + done, (size_t)blk);
+        cur->soff += blk;
+        cur->pos += blk;
+        done += (size_t)blk;
+        if (cur->pos % cur->chunk_size == 0 || cur->pos == cur->total) {
+            uint64_t c = (cur->pos - 1) / cur->chunk_size;
+
+            if (cur->crcs != NULL && c < cur->nchunks) {
+                cur->crcs[c] = cur->crc;
+            }
+            cur->crc = 0;
+        }
+    }
+    return done;
+}
+
+/* Turn O_DIRECT off on @fd (for an unaligned tail, or when the file system
+ * turns out to refuse it only at write time). */
+static rp_status_t rp_sio_buffered(int fd, bool *direct, const char *what)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_DIRECT) != 0) {
+        rp_error("%s: cannot leave O_DIRECT: %s", what, strerror(errno));
+        return RP_ERR_IO;
+    }
+    *direct = false;
+    return RP_OK;
+}
+
+/* pwrite all @len bytes at @off, falling back from O_DIRECT when the
+ * length or address is not aligned or the file system says EINVAL. */
+static rp_status_t rp_sio_pwrite(int fd, bool *direct, const void *buf,
+                                 size_t len, uint64_t off, const char *what)
+{
+    const unsigned char *p = buf;
+    rp_status_t rc;
+
+    if (*direct && (len % RP_SIO_ALIGN != 0 || off % RP_SIO_ALIGN != 0 ||
+                    (uintptr_t)buf % RP_SIO_ALIGN != 0)) {
+        rc = rp_sio_buffered(fd, direct, what);
+        if (rc != RP_OK) {
+            return rc;
+        }
+    }
+    while (len > 0) {
+        size_t want = len > RP_SIO_MAX_WRITE ? RP_SIO_MAX_WRITE : len;
+        ssize_t n = pwrite(fd, p, want, (off_t)off);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EINVAL && *direct) {
+                rc = rp_sio_buffered(fd, direct, what);
+                if (rc != RP_OK) {
+                    return rc;
+                }
+                continue;
+            }
+            rp_error("write %s at offset %llu: %s", what,
+                     (unsigned long long)off, strerror(errno));
+            return RP_ERR_IO;
+        }
+        if (n == 0) {
+            rp_error("write %s: no progress", what);
+            return RP_ERR_IO;
+        }
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return RP_OK;
+}
+
+/* Open a new shard file, with O_DIRECT if the file system takes it. */
+static int rp_sio_open(int cfd, const char *name, bool *direct)
+{
+    int fd = openat(cfd, name, RP_SIO_FILE_FLAGS | O_DIRECT, 0666);
+
+    *direct = true;
+    if (fd < 0 && errno == EINVAL) {
+        /* Some kernels create the file before refusing O_DIRECT (tmpfs
+         * did): the directory is our fresh in-flight one, so an existing
+         * regular file of this name can only be that. */
+        *direct = false;
+        fd = openat(cfd, name, (RP_SIO_FILE_FLAGS & ~O_EXCL) | O_TRUNC, 0666);
+    }
+    return fd;
+}
+
+static rp_status_t rp_sio_fault(rp__ckpt_fault_t fault, const char *what)
+{
+    if (fault == RP_CKPT_FAULT_KILL) {
+        rp_warn("%s: RINGPOINT_CKPT_FAULT: killing this process mid-write",
+                what);
+        raise(SIGKILL);
+    }
+    rp_error("write %s: injected I/O error (RINGPOINT_CKPT_FAULT)", what);
+    return RP_ERR_IO;
+}
+
+rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
+                                 const rp__ckpt_shard_header_t *hdr,
+                                 rp__ckpt_cursor_t *cur, const void *buf,
+                                 rp__ckpt_fault_t fault,
+                                 rp__ckpt_write_stats_t *stats)
+{
+    char name[RP_CKPT_NAME_MAX], what[PATH_MAX + RP_CKPT_NAME_MAX + 2];
+    uint64_t len = hdr->payload_length, pos = 0, t0 = rp__ckpt_now_ns();
+    uint64_t half = len / 2;
+    unsigned char *bounce;
+    bool direct;
+    int fd;
+    rp_status_t rc;
+
+    rp__ckpt_name_shard(hdr->rank, name, sizeof(name));
+    snprintf(what, sizeof(what), "%s/%s", label, name);
+    /* The header goes through the bounce buffer too, so it is aligned. */
+    bounce = rp__ckpt_io_alloc(cur != NULL ? RP_SIO_BOUNCE
+                                           : RP_CKPT_SHARD_HEADER_SIZE);
+    if (bounce == NULL) {
+        rp_error("%s: out of memory for the write buffer", what);
+        return RP_ERR_NO_MEMORY;
+    }
+    rp__ckpt_shard_header_encode(hdr, bounce);
+    fd = rp_sio_open(cfd, name, &direct);
+    if (fd < 0) {
+        rp_error("create %s: %s", what, strerror(errno));
+        rc = RP_ERR_IO;
+        goto err_bounce;
+    }
+    rc = rp_sio_pwrite(fd, &direct, bounce, RP_CKPT_SHARD_HEADER_SIZE, 0,
+                       what);
+    if (stats != NULL) {
+        stats->direct = direct;
+    }
+    while (rc == RP_OK && pos < len) {
+        const void *src;
+        size_t n;
+
+        if (fault != RP_CKPT_FAULT_NONE && pos >= half) {
+            rc = rp_sio_fault(fault, what);
+            break;
+        }
+        if (cur != NULL) {
+            uint64_t want = len - pos < RP_SIO_BOUNCE ? len - pos
+                                                      : RP_SIO_BOUNCE;
+            if (fault != RP_CKPT_FAULT_NONE && pos < half &&
+                want > half - pos && half > pos) {
+                want = half - pos;
+            }
+            n = rp__ckpt_cursor_fill(cur, bounce, (size_t)want);
+            if (n != want) {
+                rp_error("%s: payload ended at %llu of %llu bytes", what,
+                         (unsigned long long)(pos + n),
+                         (unsigned long long)len);
+                rc = RP_ERR_IO;
+                break;
+            }
+            src = bounce;
+        } else {
+            uint64_t want = len - pos < RP_SIO_MAX_WRITE ? len - pos
+                                                         : RP_SIO_MAX_WRITE;
+            if (fault != RP_CKPT_FAULT_NONE && half > pos &&
+                want > half - pos) {
+                want = half - pos;
+            }
+            n = (size_t)want;
+            src = (const unsigned char *)buf + pos;
+        }
+        rc = rp_sio_pwrite(fd, &direct, src, n,
+                           RP_CKPT_SHARD_HEADER_SIZE + pos, what);
+        pos += n;
+    }
+    if (rc == RP_OK && fault != RP_CKPT_FAULT_NONE) {
+        rc = rp_sio_fault(fault, what); /* empty payload */
+    }
+    if (rc == RP_OK) {
+        rc = rp__ckpt_fsync(fd, what);
+    }
+    if (rc != RP_OK) {
+        goto err_fd;
+    }
+    rc = rp__ckpt_close(&fd, what);
+    if (rc != RP_OK) {
+        goto err_bounce;
+    }
+    rp__ckpt_io_free(bounce);
+    if (stats != NULL) {
+        stats->bytes = len;
+        stats->ns = rp__ckpt_now_ns() - t0;
+    }
+    return RP_OK;
+
+err_fd:
+    (void)rp__ckpt_close(&fd, what);
+err_bounce:
+    rp__ckpt_io_free(bounce);
+    return rc;
+}
+
+rp_status_t rp__ckpt_manifest_write_at(int cfd, const char *label,
+                                       const rp__ckpt_manifest_t *m)
+{
+    char what[PATH_MAX + RP_CKPT_NAME_MAX + 2], err[256];
+    char *text;
+    size_t len;
+    int fd;
+    rp_status_t rc;
+
+    snprintf(what, sizeof(what), "%s/%s", label, RP_CKPT_MANIFEST_TMP_NAME);
+    rc = rp__ckpt_manifest_encode(m, &text, &len, err, sizeof(err));
+    if (rc != RP_OK) {
+        rp_error("%s: cannot encode manifest: %s", label, err);
+        return rc;
+    }
+    fd = openat(cfd, RP_CKPT_MANIFEST_TMP_NAME, RP_SIO_FILE_FLAGS, 0666);
+    if (fd < 0) {
+        rp_error("create %s: %s", what, strerror(errno));
+        rc = RP_ERR_IO;
+        goto err_text;
+    }
+    rc = rp__ckpt_write_full(fd, text, len, what);
+    if (rc == RP_OK) {
+        rc = rp__ckpt_fsync(fd, what);
+    }
+    if (rc != RP_OK) {
+        (void)rp__ckpt_close(&fd, what);
+        goto err_text;
+    }
+    rc = rp__ckpt_close(&fd, what);
+    if (rc != RP_OK) {
+        goto err_text;
+    }
+    if (renameat(cfd, RP_CKPT_MANIFEST_TMP_NAME, cfd,
+                 RP_CKPT_MANIFEST_NAME) != 0) {
+        rp_error("rename %s to %s: %s", what, RP_CKPT_MANIFEST_NAME,
+                 strerror(errno));
+        rc = RP_ERR_IO;
+        goto err_text;
+    }
+    free(text);
+    return RP_OK;
+
+err_text:
+    free(text);
+    return rc;
+}
+
+rp_status_t rp__ckpt_commit_at(int dfd, const char *dir, int *cfd_p,
+                               const char *inflight, const char *committed,
+                               bool *renamed_p)
+{
+    char label[PATH_MAX];
+    rp_status_t rc;
+
+    *renamed_p = false;
+    snprintf(label, sizeof(label), "%s/%s", dir, inflight);
+    /* 4. the names inside are durable before the directory is renamed */
+    rc = rp__ckpt_fsync(*cfd_p, label);
+    if (rc != RP_OK) {
+        (void)rp__ckpt_close(cfd_p, label);
+        return rc;
+    }
+    rc = rp__ckpt_close(cfd_p, label);
+    if (rc != RP_OK) {
+        return rc;
+    }
+    /* 5. the commit */
+    if (renameat(dfd, inflight, dfd, committed) != 0) {
+        int e = errno;
+
+        rp_error("rename %s to %s: %s", label, committed, strerror(e));
+        return (e == EEXIST || e == ENOTEMPTY) ? RP_ERR_STATE : RP_ERR_IO;
+    }
+    *renamed_p = true;
+    /* 6. the commit is durable */
+    return rp__ckpt_fsync(dfd, dir);
+}

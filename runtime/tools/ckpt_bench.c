@@ -1,0 +1,391 @@
+/*
+ * ringpoint-ckpt bench --dir DIR --size BYTES [--iters N]: under srun or
+ * mpirun, checkpoint and restore SIZE bytes of replicated state (plus 4 KiB
+ * per rank) with the real engine, synchronously and asynchronously, beside
+ * a raw O_DIRECT writer and reader of the same per-rank bytes, interleaved
+ * N times (the disk is noisy; compare medians). Rank 0 prints a table:
+ *
+ *   write GB/s    SIZE / slowest rank's time from the safe point to the
+ *                 durable commit (async: until the commit is done)
+ *   stall ms      time the training thread was held at the safe point
+ *   busy %        async: training-loop slowdown while the write runs
+ *   commit ms     agreement + CRC gather + manifest + renames + fsyncs
+ *   restore GB/s  SIZE / slowest rank's rp_restore (cold: page cache of
+ *                 the shards dropped first), CRCs verified
+ *   staging MiB   host memory the engine held for the snapshot, per rank
+ *
+ * Internals are reached through the convenience library: the benchmark
+ * switches the engine between sync and async in one job.
+ */
+#include "config.h"
+
+#include "ckpt/catalog.h"
+#include "ckpt/engine.h"
+#include "ckpt/crc32c.h"
+#include "ckpt/layout.h"
+#include "core/context.h"
+#include "ringpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int rp__ckpt_bench_main(int argc, char **argv);
+
+#define RP_BENCH_MAX_ITERS 64
+#define RP_BENCH_WORK (32u << 20)
+
+static double rp_b_now(void)
+{
+    return (double)rp__ckpt_now_ns() / 1e9;
+}
+
+static int rp_b_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s) {
+        return -1;
+    }
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || v == 0) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The slowest rank's value. */
+static double rp_b_max(rp_context_h ctx, double v)
+{
+    (void)rp_allreduce(ctx, &v, &v, 1, RP_DTYPE_FLOAT64, RP_OP_MAX);
+    return v;
+}
+
+static int rp_b_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double rp_b_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), rp_b_cmp);
+    return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+/* Raw baseline: this rank's stripe with O_DIRECT + fsync, then read back
+ * cold with O_DIRECT. Returns the slowest rank's seconds. */
+static int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
+                    unsigned char *buf, size_t len, double *w_s, double *r_s)
+{
+    char path[4200];
+    double t0;
+    size_t off;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/raw-%d.bin", dir, rank);
+    (void)unlink(path);
+    rp_barrier(ctx);
+    t0 = rp_b_now();
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+    if (fd < 0) {
+        perror(path);
+        return -1;
+    }
+    for (off = 0; off < len; off += 64u << 20) {
+        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
+
+        if (pwrite(fd, buf + off, n, (off_t)off) != (ssize_t)n) {
+            perror("raw write");
+            close(fd);
+            return -1;
+        }
+    }
+    fsync(fd);
+    close(fd);
+    *w_s = rp_b_max(ctx, rp_b_now() - t0);
+    rp_barrier(ctx);
+    t0 = rp_b_now();
+    fd = open(path, O_RDONLY | O_DIRECT);
+    if (fd < 0) {
+        perror(path);
+        return -1;
+    }
+    for (off = 0; off < len; off += 64u << 20) {
+        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
+
+        if (pread(fd, buf + off, n, (off_t)off) != (ssize_t)n) {
+            perror("raw read");
+            close(fd);
+            return -1;
+        }
+    }
+    close(fd);
+    *r_s = rp_b_max(ctx, rp_b_now() - t0);
+    (void)unlink(path);
+    return 0;
+}
+
+/* Drop the page cache of every shard of the newest checkpoint, so the
+ * restore reads from the device (shards written with O_DIRECT are not
+ * cached anyway; buffered fallbacks would be). */
+static void rp_b_drop_cache(const char *dir)
+{
+    rp__ckpt_catalog_t cat;
+    size_t i;
+
+    if (rp__ckpt_catalog_scan(dir, false, &cat) != RP_OK) {
+        return;
+    }
+    for (i = 0; i < cat.count; i++) {
+        uint32_t r;
+
+        for (r = 0; r < cat.entries[i].world_size; r++) {
+            char name[RP_CKPT_NAME_MAX], path[8400];
+            int fd;
+
+            rp__ckpt_name_shard(r, name, sizeof(name));
+            snprintf(path, sizeof(path), "%s/%s", cat.entries[i].path, name);
+            fd = open(path, O_RDONLY);
+            if (fd >= 0) {
+                (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                close(fd);
+            }
+        }
+    }
+    rp__ckpt_catalog_free(&cat);
+}
+
+/* "Training": one pass of copy over a working set; returns passes/s. */
+static double rp_b_work(unsigned char *a, unsigned char *b, double secs)
+{
+    double t0 = rp_b_now(), t;
+    long n = 0;
+
+    do {
+        memcpy(b, a, RP_BENCH_WORK);
+        a[n % RP_BENCH_WORK] ^= b[(n * 7) % RP_BENCH_WORK];
+        n++;
+        t = rp_b_now() - t0;
+    } while (t < secs);
+    return (double)n / t;
+}
+
+typedef struct rp_b_row {
+    double write_gbs[RP_BENCH_MAX_ITERS], stall_ms[RP_BENCH_MAX_ITERS];
+    double commit_ms[RP_BENCH_MAX_ITERS], restore_gbs[RP_BENCH_MAX_ITERS];
+    double busy_pct[RP_BENCH_MAX_ITERS];
+    double staging_mib;
+    int n, direct;
+} rp_b_row_t;
+
+int rp__ckpt_bench_main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"dir", required_argument, NULL, 'd'},
+        {"size", required_argument, NULL, 's'},
+        {"iters", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0}};
+    const char *dir = NULL;
+    uint64_t size = 0, step = 0;
+    int iters = 3, opt, it, rank, wsize;
+    rp_context_h ctx;
+    rp_context_attr_t attr = {.field_mask = RP_CONTEXT_ATTR_FIELD_RANK |
+                                            RP_CONTEXT_ATTR_FIELD_SIZE};
+    rp__ckpt_engine_t *e;
+    unsigned char *state, perrank[4096], *raw, *wa, *wb;
+    uint64_t soff, slen;
+    rp_b_row_t rows[2], rawrow;
+    double base_rate;
+
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "d:s:n:", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'd': dir = optarg; break;
+        case 's':
+            if (rp_b_size(optarg, &size) != 0) {
+                fprintf(stderr, "ringpoint-ckpt bench: bad --size '%s' "
+                        "(bytes, with K, M or G)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'n': iters = atoi(optarg); break;
+        default: return 2;
+        }
+    }
+    if (dir == NULL || size == 0 || iters < 1 || iters > RP_BENCH_MAX_ITERS) {
+        fprintf(stderr, "usage: ringpoint-ckpt bench --dir DIR --size "
+                "BYTES[K|M|G] [--iters 1..%d]\n", RP_BENCH_MAX_ITERS);
+        return 2;
+    }
+    setenv("RINGPOINT_CKPT_DIR", dir, 1);
+    if (rp_init(NULL, &ctx) != RP_OK) {
+        return 2;
+    }
+    rp_context_query(ctx, &attr);
+    rank = attr.rank;
+    wsize = attr.size;
+    state = rp__ckpt_io_alloc((size_t)size);
+    (void)rp__ckpt_stripe(size, (uint32_t)wsize, (uint32_t)rank, &soff, &slen);
+    raw = rp__ckpt_io_alloc((size_t)slen + 4096);
+    wa = rp__ckpt_io_alloc(RP_BENCH_WORK);
+    wb = rp__ckpt_io_alloc(RP_BENCH_WORK);
+    if (state == NULL || raw == NULL || wa == NULL || wb == NULL) {
+        fprintf(stderr, "ringpoint-ckpt bench: out of memory\n");
+        return 2;
+    }
+    for (uint64_t i = 0; i < size; i += 8) {
+        uint64_t v = i * 0x9E3779B97F4A7C15ull;
+        memcpy(state + i, &v, size - i < 8 ? size - i : 8);
+    }
+    memset(perrank, rank, sizeof(perrank));
+    memcpy(raw, state + soff, (size_t)slen);
+    if (rp_region_register(ctx, "state", state, (size_t)size,
+                           RP_REGION_REPLICATED) != RP_OK ||
+        rp_region_register(ctx, "rank", perrank, sizeof(perrank),
+                           RP_REGION_PER_RANK) != RP_OK) {
+        return 2;
+    }
+    e = rp__ckpt_engine_get(ctx);
+    e->keep = 1;
+    e->interval_s = 0;
+    e->every = 0;
+    memset(rows, 0, sizeof(rows));
+    memset(&rawrow, 0, sizeof(rawrow));
+    base_rate = rp_b_work(wa, wb, 0.3);
+
+    for (it = 0; it < iters; it++) {
+        double w_s, r_s;
+        int mode;
+
+        if (rp_b_raw(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096),
+                     &w_s, &r_s) != 0) {
+            return 2;
+        }
+        rawrow.write_gbs[rawrow.n] = (double)size / w_s / 1e9;
+        rawrow.restore_gbs[rawrow.n] = (double)size / r_s / 1e9;
+        rawrow.n++;
+        for (mode = 0; mode < 2; mode++) {
+            rp_b_row_t *row = &rows[mode];
+            rp_restore_info_t info;
+            rp__ckpt_stats_t st;
+            double t0, total, stall, rate = 0;
+            rp_step_result_t res;
+
+            e->async = mode == 1;
+            rp_barrier(ctx);
+            step += 10;
+            t0 = rp_b_now();
+            if (mode == 0) {
+                if (rp_checkpoint(ctx, step) != RP_OK) {
+                    return 2;
+                }
+                stall = rp_b_now() - t0;
+            } else {
+                long passes = 0;
+                double tw;
+
+                e->every = 1;
+                if (rp_step(ctx, step, &res) != RP_OK || !res.checkpointed) {
+                    return 2;
+                }
+                e->every = 0;
+                stall = rp_b_now() - t0;
+                /* Train while the shard is written; then safe points
+                 * until the commit happened. */
+                tw = rp_b_now();
+                while (!rp__ckpt_async_done(e)) {
+                    memcpy(wb, wa, RP_BENCH_WORK);
+                    passes++;
+                }
+                if (passes > 0) {
+                    rate = (double)passes / (rp_b_now() - tw);
+                }
+                while (e->pend.active) {
+                    if (rp_step(ctx, ++step, &res) != RP_OK) {
+                        return 2;
+                    }
+                }
+            }
+            total = rp_b_max(ctx, rp_b_now() - t0);
+            rp__ckpt_get_stats(ctx, &st);
+            row->write_gbs[row->n] = (double)size / total / 1e9;
+            row->stall_ms[row->n] = rp_b_max(ctx, stall) * 1e3;
+            row->commit_ms[row->n] = rp_b_max(ctx, (double)st.commit_ns / 1e6);
+            row->busy_pct[row->n] =
+                mode == 1 && rate > 0 ? 100.0 * (1.0 - rate / base_rate) : 0;
+            row->staging_mib = rp_b_max(ctx, (double)st.staging_bytes / 1048576.0);
+            row->direct = st.direct;
+            if (rank == 0) {
+                rp_b_drop_cache(dir);
+            }
+            rp_barrier(ctx);
+            t0 = rp_b_now();
+            if (rp_restore(ctx, NULL, 0, &info) != RP_OK || !info.restored) {
+                fprintf(stderr, "ringpoint-ckpt bench: restore failed\n");
+                return 2;
+            }
+            total = rp_b_max(ctx, rp_b_now() - t0);
+            row->restore_gbs[row->n] = (double)size / total / 1e9;
+            row->n++;
+        }
+    }
+    if (rank == 0) {
+        static const char *const names[] = {"sync", "async"};
+
+        printf("# ringpoint-ckpt bench: %d ranks, %" PRIu64 " bytes replicated "
+               "+ 4096 per rank, %d iterations (medians), dir %s, crc32c %s, "
+               "chunk %" PRIu64 "\n", wsize, size, iters, dir,
+               rp__crc32c_impl_name(), e->chunk_size);
+        printf("%-8s %12s %10s %8s %10s %13s %12s %7s\n", "mode",
+               "write(GB/s)", "stall(ms)", "busy(%)", "commit(ms)",
+               "restore(GB/s)", "staging(MiB)", "direct");
+        printf("%-8s %12.2f %10s %8s %10s %13.2f %12s %7s\n", "raw-odirect",
+               rp_b_median(rawrow.write_gbs, rawrow.n), "-", "-", "-",
+               rp_b_median(rawrow.restore_gbs, rawrow.n), "-", "yes");
+        for (int m = 0; m < 2; m++) {
+            rp_b_row_t *row = &rows[m];
+
+            printf("%-8s %12.2f %10.1f %8.1f %10.2f %13.2f %12.1f %7s\n",
+                   names[m], rp_b_median(row->write_gbs, row->n),
+                   rp_b_median(row->stall_ms, row->n),
+                   rp_b_median(row->busy_pct, row->n),
+                   rp_b_median(row->commit_ms, row->n),
+                   rp_b_median(row->restore_gbs, row->n), row->staging_mib,
+                   row->direct ? "yes" : "no");
+        }
+        for (int m = 0; m < 2; m++) {
+            printf("# %s per iteration write GB/s:", names[m]);
+            for (int i = 0; i < rows[m].n; i++) {
+                printf(" %.2f", rows[m].write_gbs[i]);
+            }
+            printf("; stall ms:");
+            for (int i = 0; i < rows[m].n; i++) {
+                printf(" %.1f", rows[m].stall_ms[i]);
+            }
+            printf("\n");
+        }
+        fflush(stdout);
+    }
+    rp_finalize(ctx);
+    rp__ckpt_io_free(state);
+    rp__ckpt_io_free(raw);
+    rp__ckpt_io_free(wa);
+    rp__ckpt_io_free(wb);
+    return 0;
+}

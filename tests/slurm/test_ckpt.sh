@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# The checkpoint engine on the real local cluster (ringpoint-ckpt-check, a
+# toy training loop whose state is a known function of the step, so every
+# restore is checked byte for byte): round trips at 1 to 3 ranks, sync and
+# async; restore on another world size; corrupt, truncated, stale and
+# half-written checkpoints are never loaded and the previous one is; a
+# write error is reported at the next safe point; retention; mpirun.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+export CHECK=$RP_PREFIX/libexec/ringpoint/ringpoint-ckpt-check
+# Checkpoints must be visible from every "node": not under /tmp.
+export CKROOT=${RP_CLUSTER_SHARED:-/var/tmp/ringpoint-cluster/shared}/ckpt-tests
+# Small chunks so the test data has several per shard.
+export RINGPOINT_CKPT_CHUNK_SIZE=65536
+
+# fresh_dir NAME: an empty checkpoint directory for one test.
+fresh_dir() {
+    local d=$CKROOT/$1
+    rm -rf "$d"
+    mkdir -p "$d"
+    echo "$d"
+}
+
+# restored_all OUTPUT N STEP: each of N ranks restored STEP intact.
+restored_all() {
+    local out=$1 n=$2 step=$3 r
+    for ((r = 0; r < n; r++)); do
+        assert_contains "$out" "ckpt-check: rank $r restored step=$step " || return 1
+    done
+    assert_not_contains "$out" "WRONG"
+    [ "$(echo "$out" | grep -c "restored step=$step .* ok bad=0")" -eq "$n" ] ||
+        fail "not every rank restored step $step intact"
+}
+
+# committed DIR: the steps ringpoint-ckpt calls complete, one line.
+committed() {
+    ringpoint-ckpt ls "$1" | awk '$NF == "complete" {print $1}' | xargs
+}
+
+# round_trip RANKS ASYNC: train to 25 with a checkpoint every 10 steps,
+# then restore in a new job; the state of step 20 comes back.
+round_trip() {
+    local n=$1 async=$2 d out
+    d=$(fresh_dir "rt-$n-$async")
+    out=$(RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_ASYNC=$async \
+        srun --mpi=pmix -N2 -n"$n" --overcommit "$CHECK" train -n 25 2>&1); echo "$out"
+    assert_contains "$out" "ckpt-check: rank 0 checkpointed step=20"
+    assert_eq "$(committed "$d")" "10 20" "committed steps"
+    ringpoint-ckpt verify "$d" 20
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n"$n" --overcommit "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" "$n" 20
+}
+
+test_ckpt_round_trip_1_rank_sync()   { round_trip 1 0; }
+test_ckpt_round_trip_2_ranks_sync()  { round_trip 2 0; }
+test_ckpt_round_trip_3_ranks_sync()  { round_trip 3 0; }
+test_ckpt_round_trip_1_rank_async()  { round_trip 1 1; }
+test_ckpt_round_trip_2_ranks_async() { round_trip 2 1; }
+test_ckpt_round_trip_3_ranks_async() { round_trip 3 1; }
+
+# A restarted job resumes from the checkpoint and goes on checkpointing.
+test_ckpt_resume_continues() {
+    local d out
+    d=$(fresh_dir resume)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    srun --mpi=pmix -N2 -n2 "$CHECK" train -n 15
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" train -n 35 2>&1); echo "$out"
+    restored_all "$out" 2 10
+    assert_contains "$out" "ckpt-check: rank 0 checkpointed step=30"
+    assert_not_contains "$out" "checkpointed step=10"
+    assert_eq "$(committed "$d")" "20 30" "committed steps (keep 2)"
+}
+
+# Written by 3 ranks, restored by 2 and by 4: the replicated state is
+# identical; the per-rank state cannot follow and says so.
+test_ckpt_restore_other_world_size() {
+    local d out
+    d=$(fresh_dir resize)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    srun --mpi=pmix -N2 -n3 "$CHECK" train -n 20 -b 3000000
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore -R -b 3000000 2>&1); echo "$out"
+    restored_all "$out" 2 20
+    out=$(srun --mpi=pmix -N2 -n4 "$CHECK" restore -R -b 3000000 2>&1); echo "$out"
+    restored_all "$out" 4 20
+    out=$(srun --mpi=pmix -N1 -n1 "$CHECK" restore -R -b 3000000 2>&1); echo "$out"
+    restored_all "$out" 1 20
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore -b 3000000 2>&1) && fail "restored per-rank regions on another size"
+    echo "$out"
+    assert_contains "$out" "per-rank region 'rng' cannot be restored"
+    assert_contains "$out" "was written by 3 ranks and this job has 2"
+    assert_contains "$out" "ckpt-check: rank 1 rp_restore returned 'invalid argument'"
+}
+
+# Ranks that registered different tables fail together, clearly.
+test_ckpt_region_table_mismatch() {
+    local d out
+    d=$(fresh_dir mismatch)
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n3 "$CHECK" train -n 5 -x 2>&1) &&
+        fail "a mismatched table was accepted"
+    echo "$out"
+    assert_contains "$out" "rank 1 registered other regions than rank 0"
+    for r in 0 1 2; do
+        assert_contains "$out" "ckpt-check: rank $r rp_restore returned 'invalid argument'"
+    done
+}
+
+# A region registered with another size than the checkpoint's is an error.
+test_ckpt_region_size_mismatch() {
+    local d out
+    d=$(fresh_dir size)
+    RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 srun --mpi=pmix -N2 -n2 "$CHECK" train -n 10
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" restore -b 5000 2>&1) &&
+        fail "restored into regions of another size"
+    echo "$out"
+    assert_contains "$out" "region 'model' has 1048699 bytes in"
+}
+
+# One flipped byte in the newest checkpoint: every rank falls back to the
+# older one, and the log names the file and the chunk.
+test_ckpt_flipped_byte_falls_back() {
+    local d out
+    d=$(fresh_dir flip)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    srun --mpi=pmix -N2 -n3 "$CHECK" train -n 20
+    # Byte 70000 of shard 1's payload: chunk 1 (64 KiB chunks).
+    printf '\x5a' | dd of="$d/step-000000000020/shard-000001.rp" bs=1 \
+        seek=$((4096 + 70000)) conv=notrunc status=none
+    out=$(srun --mpi=pmix -N2 -n3 "$CHECK" restore 2>&1); echo "$out"
+    assert_contains "$out" "step-000000000020/shard-000001.rp chunk 1: crc32c"
+    assert_contains "$out" "falling back to an older checkpoint"
+    restored_all "$out" 3 10
+    # Restoring on another size reads other byte ranges: same verdict.
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore -R 2>&1); echo "$out"
+    assert_contains "$out" "shard-000001.rp chunk 1: crc32c"
+    restored_all "$out" 2 10
+}
+
+# A truncated manifest or shard makes that checkpoint invisible.
+test_ckpt_truncated_files_ignored() {
+    local d out
+    d=$(fresh_dir trunc)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_KEEP=5
+    srun --mpi=pmix -N2 -n2 "$CHECK" train -n 30
+    truncate -s -20 "$d/step-000000000030/MANIFEST"
+    truncate -s -1 "$d/step-000000000020/shard-000000.rp"
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
+    assert_contains "$out" "skipping $d/step-000000000030 (corrupt)"
+    assert_contains "$out" "skipping $d/step-000000000020 (corrupt)"
+    restored_all "$out" 2 10
+}
+
+# A complete-looking in-flight directory (a crash between manifest and
+# rename) is debris: removed at start, never loaded.
+test_ckpt_stale_inflight_cleaned() {
+    local d out stale
+    d=$(fresh_dir stale)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    srun --mpi=pmix -N2 -n2 "$CHECK" train -n 20
+    stale=$d/.inflight-step-000000000030-00000000deadbeef
+    cp -a "$d/step-000000000020" "$stale"
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 2 20
+    assert_contains "$out" "removed 1 leftover in-flight directory"
+    [ ! -e "$stale" ] || fail "the stale in-flight directory is still there"
+}
+
+# A rank SIGKILLed half way through writing its shard: nothing new is
+# committed, the job fails, and the next job loads the previous one.
+kill_mid_write() {
+    local async=$1 d out
+    d=$(fresh_dir "kill-$async")
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_ASYNC=$async
+    out=$(RINGPOINT_CKPT_FAULT=kill:1:20 RINGPOINT_COLL_TIMEOUT=20s \
+        srun --mpi=pmix -N2 -n3 --kill-on-bad-exit=0 "$CHECK" train -n 30 2>&1) &&
+        fail "the job survived a killed rank"
+    echo "$out"
+    assert_contains "$out" "killing this process mid-write"
+    assert_eq "$(committed "$d")" "10" "committed steps after the kill"
+    ls -a "$d"
+    out=$(srun --mpi=pmix -N2 -n3 "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 3 10
+    [ -z "$(ls -A "$d" | grep inflight)" ] || fail "in-flight debris left"
+}
+
+test_ckpt_killed_writer_sync()  { kill_mid_write 0; }
+test_ckpt_killed_writer_async() { kill_mid_write 1; }
+
+# An I/O error on one rank fails that checkpoint only: reported (async:
+# at the next safe point), training goes on, the previous one stays.
+write_error() {
+    local async=$1 d out
+    d=$(fresh_dir "werr-$async")
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_ASYNC=$async
+    out=$(RINGPOINT_CKPT_FAULT=write:1:20 srun --mpi=pmix -N2 -n3 "$CHECK" train -n 25 2>&1); echo "$out"
+    assert_contains "$out" "injected I/O error"
+    assert_contains "$out" "checkpoint step 20 failed on at least one rank"
+    assert_contains "$out" "ckpt-check: rank 0 rp_step("
+    assert_contains "$out" "ckpt-check: rank 2 trained to step=25"
+    if [ "$async" = 1 ]; then
+        # Reported at a later safe point, never at the step itself.
+        assert_not_contains "$out" "rp_step(20) returned"
+    else
+        assert_contains "$out" "ckpt-check: rank 0 rp_step(20) returned 'I/O error'"
+    fi
+    assert_eq "$(committed "$d")" "10" "committed steps"
+    [ -z "$(ls -A "$d" | grep inflight)" ] || fail "in-flight debris left"
+    out=$(srun --mpi=pmix -N2 -n3 "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 3 10
+}
+
+test_ckpt_write_error_sync()  { write_error 0; }
+test_ckpt_write_error_async() { write_error 1; }
+
+# A stop requested on one rank (as a signal handler would) stops every
+# rank at the same step, after that step's checkpoint is durable; async
+# mode waits for the checkpoint in flight first.
+stop_on_one_rank() {
+    local async=$1 d out r
+    d=$(fresh_dir "stop-$async")
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_ASYNC=$async
+    out=$(RINGPOINT_CKPT_FAULT=stop:2:17 srun --mpi=pmix -N2 -n3 "$CHECK" train -n 30 2>&1); echo "$out"
+    for r in 0 1 2; do
+        assert_contains "$out" "ckpt-check: rank $r stop at step 17"
+    done
+    assert_not_contains "$out" "checkpointed step=18"
+    assert_eq "$(committed "$d")" "10 17" "committed steps"
+    out=$(srun --mpi=pmix -N2 -n3 "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 3 17
+}
+
+test_ckpt_stop_sync()  { stop_on_one_rank 0; }
+test_ckpt_stop_async() { stop_on_one_rank 1; }
+
+# Retention keeps the newest N complete checkpoints.
+test_ckpt_retention_keeps_n() {
+    local d
+    d=$(fresh_dir keep)
+    RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=5 RINGPOINT_CKPT_KEEP=3 \
+        srun --mpi=pmix -N2 -n2 "$CHECK" train -n 32
+    assert_eq "$(committed "$d")" "20 25 30" "kept"
+    assert_eq "$(ls -A "$d" | wc -l)" "3" "entries in the directory"
+}
+
+# rp_checkpoint at the end, with no periodic checkpoints.
+test_ckpt_explicit_checkpoint() {
+    local d out
+    d=$(fresh_dir explicit)
+    out=$(RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_INTERVAL=0 srun --mpi=pmix -N2 -n2 "$CHECK" train -n 7 -C 2>&1); echo "$out"
+    assert_eq "$(committed "$d")" "7" "committed"
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 2 7
+}
+
+test_ckpt_mpirun() {
+    local d out
+    d=$(fresh_dir mpirun)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+        -x RINGPOINT_CKPT_DIR -x RINGPOINT_CKPT_EVERY -x RINGPOINT_CKPT_CHUNK_SIZE \
+        "$CHECK" train -n 25 2>&1); echo "$out"
+    assert_eq "$(committed "$d")" "10 20" "committed steps"
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+        -x RINGPOINT_CKPT_DIR "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 3 20
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
+        -x RINGPOINT_CKPT_DIR "$CHECK" restore -R 2>&1); echo "$out"
+    restored_all "$out" 2 20
+}
+
+run_all

@@ -1,0 +1,207 @@
+/*
+ * The checkpoint engine's pure parts: region registration and layout, the
+ * segments a rank writes for its stripe, the copy-and-checksum cursor, and
+ * the RINGPOINT_CKPT_* settings.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ckpt/crc32c.h"
+#include "ckpt/engine.h"
+#include "ckpt/layout.h"
+#include "core/settings.h"
+#include "util/log.h"
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 9));
+    }
+}
+
+/* Copy every segment out in awkward pieces: the bytes and the per-chunk
+ * CRCs must be those of the concatenation. */
+static void test_cursor_bytes_and_crcs(void **state)
+{
+    enum { A = 5000, GAP = 100, B = 70001, TOTAL = A + GAP + B, CS = 4096 };
+    unsigned char *a = malloc(A), *b = malloc(B), *want = calloc(1, TOTAL);
+    unsigned char *got = malloc(TOTAL);
+    rp__ckpt_seg_t segs[4] = {{a, A}, {NULL, 0}, {NULL, GAP}, {b, B}};
+    uint32_t crcs[TOTAL / CS + 1];
+    rp__ckpt_cursor_t cur;
+    size_t done = 0, piece = 1;
+
+    (void)state;
+    fill(a, A, 1);
+    fill(b, B, 2);
+    memcpy(want, a, A);
+    memcpy(want + A + GAP, b, B);
+    rp__ckpt_cursor_init(&cur, segs, 4, CS, crcs);
+    assert_int_equal(cur.total, TOTAL);
+    assert_int_equal(cur.nchunks, TOTAL / CS + 1);
+    while (done < TOTAL) {
+        size_t n = rp__ckpt_cursor_fill(&cur, got + done, piece);
+
+        assert_true(n > 0);
+        done += n;
+        piece = piece * 3 + 1; /* 1, 4, 13, 40, ... crosses every edge */
+    }
+    assert_int_equal(rp__ckpt_cursor_fill(&cur, got, 10), 0);
+    assert_memory_equal(got, want, TOTAL);
+    for (uint32_t c = 0; c < cur.nchunks; c++) {
+        size_t len = TOTAL - c * CS < CS ? TOTAL - c * CS : CS;
+
+        assert_int_equal(crcs[c], rp__crc32c(0, want + c * CS, len));
+    }
+    free(a);
+    free(b);
+    free(want);
+    free(got);
+}
+
+static void test_nchunks(void **state)
+{
+    (void)state;
+    assert_int_equal(rp__ckpt_nchunks(0, 4096), 0);
+    assert_int_equal(rp__ckpt_nchunks(1, 4096), 1);
+    assert_int_equal(rp__ckpt_nchunks(4096, 4096), 1);
+    assert_int_equal(rp__ckpt_nchunks(4097, 4096), 2);
+}
+
+static void test_register_rules(void **state)
+{
+    rp__ckpt_engine_t e;
+    char x[8], big[200];
+
+    (void)state;
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(rp__ckpt_regions_add(&e, "model", x, 5, RP_CKPT_REGION_REPLICATED), RP_OK);
+    assert_int_equal(rp__ckpt_regions_add(&e, "model", x, 5, RP_CKPT_REGION_PER_RANK), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp__ckpt_regions_add(&e, "has space", x, 5, RP_CKPT_REGION_REPLICATED), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp__ckpt_regions_add(&e, "", x, 5, RP_CKPT_REGION_REPLICATED), RP_ERR_INVALID_ARG);
+    memset(big, 'a', sizeof(big));
+    big[129] = '\0';
+    assert_int_equal(rp__ckpt_regions_add(&e, big, x, 5, RP_CKPT_REGION_REPLICATED), RP_ERR_INVALID_ARG);
+    big[128] = '\0';
+    assert_int_equal(rp__ckpt_regions_add(&e, big, x, 5, RP_CKPT_REGION_REPLICATED), RP_OK);
+    assert_int_equal(rp__ckpt_regions_add(&e, "null", NULL, 5, RP_CKPT_REGION_REPLICATED), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp__ckpt_regions_add(&e, "empty", NULL, 0, RP_CKPT_REGION_REPLICATED), RP_OK);
+    /* Aligned offsets: 0, 64, 128. */
+    assert_int_equal(e.regs[1].offset, 64);
+    assert_int_equal(e.regs[2].offset, 128);
+    assert_int_equal(e.stream_len, 128);
+    e.frozen = true;
+    assert_int_equal(rp__ckpt_regions_add(&e, "late", x, 1, RP_CKPT_REGION_REPLICATED), RP_ERR_STATE);
+    free(e.regs);
+}
+
+/* The stripes of every rank, concatenated, are the stream; each rank's
+ * payload then carries the whole per-rank section. */
+static void test_segments_cover_the_stream(void **state)
+{
+    enum { NA = 10007, NB = 3, NC = 50000, NP = 77 };
+    unsigned char *a = malloc(NA), *b = malloc(NB), *c = malloc(NC), p[NP];
+    rp__ckpt_engine_t e;
+    unsigned char *stream, *got;
+    uint32_t world;
+
+    (void)state;
+    fill(a, NA, 3);
+    fill(b, NB, 4);
+    fill(c, NC, 5);
+    fill(p, NP, 6);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(rp__ckpt_regions_add(&e, "a", a, NA, RP_CKPT_REGION_REPLICATED), RP_OK);
+    assert_int_equal(rp__ckpt_regions_add(&e, "p", p, NP, RP_CKPT_REGION_PER_RANK), RP_OK);
+    assert_int_equal(rp__ckpt_regions_add(&e, "b", b, NB, RP_CKPT_REGION_REPLICATED), RP_OK);
+    assert_int_equal(rp__ckpt_regions_add(&e, "c", c, NC, RP_CKPT_REGION_REPLICATED), RP_OK);
+    assert_int_equal(e.per_rank_len, NP);
+    stream = calloc(1, e.stream_len);
+    memcpy(stream + e.regs[0].offset, a, NA);
+    memcpy(stream + e.regs[2].offset, b, NB);
+    memcpy(stream + e.regs[3].offset, c, NC);
+    got = malloc(e.stream_len + NP);
+    for (world = 1; world <= 7; world++) {
+        for (uint32_t r = 0; r < world; r++) {
+            uint64_t off, len;
+            rp__ckpt_seg_t *segs;
+            rp__ckpt_cursor_t cur;
+            size_t n;
+
+            assert_int_equal(rp__ckpt_stripe(e.stream_len, world, r, &off, &len), RP_OK);
+            assert_int_equal(rp__ckpt_regions_segments(&e, off, len, &segs, &n), RP_OK);
+            rp__ckpt_cursor_init(&cur, segs, n, 4096, NULL);
+            assert_int_equal(cur.total, len + NP);
+            assert_int_equal(rp__ckpt_cursor_fill(&cur, got, (size_t)(len + NP)), len + NP);
+            assert_memory_equal(got, stream + off, len);
+            assert_memory_equal(got + len, p, NP);
+            free(segs);
+        }
+    }
+    free(e.regs);
+    free(stream);
+    free(got);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_settings(void **state)
+{
+    rp_settings_t s;
+
+    (void)state;
+    unsetenv("RINGPOINT_CKPT_DIR");
+    unsetenv("RINGPOINT_CKPT_KEEP");
+    unsetenv("RINGPOINT_CKPT_EVERY");
+    unsetenv("RINGPOINT_CKPT_ASYNC");
+    unsetenv("RINGPOINT_CKPT_CHUNK_SIZE");
+    assert_int_equal(rp__settings_load(&s), RP_OK);
+    assert_string_equal(s.ckpt_dir, RP_DEFAULT_CKPT_DIR);
+    assert_int_equal(s.ckpt_keep, 2);
+    assert_int_equal(s.ckpt_every, 0);
+    assert_int_equal(s.ckpt_async, 1);
+    setenv("RINGPOINT_CKPT_DIR", "/x/y", 1);
+    setenv("RINGPOINT_CKPT_KEEP", "5", 1);
+    setenv("RINGPOINT_CKPT_EVERY", "100", 1);
+    setenv("RINGPOINT_CKPT_ASYNC", "0", 1);
+    assert_int_equal(rp__settings_load(&s), RP_OK);
+    assert_string_equal(s.ckpt_dir, "/x/y");
+    assert_int_equal(s.ckpt_keep, 5);
+    assert_int_equal(s.ckpt_every, 100);
+    assert_int_equal(s.ckpt_async, 0);
+    setenv("RINGPOINT_CKPT_KEEP", "0", 1);
+    assert_int_equal(rp__settings_load(&s), RP_ERR_INVALID_ARG);
+    setenv("RINGPOINT_CKPT_KEEP", "2", 1);
+    setenv("RINGPOINT_CKPT_ASYNC", "yes", 1);
+    assert_int_equal(rp__settings_load(&s), RP_ERR_INVALID_ARG);
+    setenv("RINGPOINT_CKPT_ASYNC", "1", 1);
+    setenv("RINGPOINT_CKPT_CHUNK_SIZE", "5000", 1);
+    assert_int_equal(rp__settings_load(&s), RP_ERR_INVALID_ARG);
+    setenv("RINGPOINT_CKPT_CHUNK_SIZE", "65536", 1);
+    assert_int_equal(rp__settings_load(&s), RP_OK);
+    assert_int_equal(s.ckpt_chunk, 65536);
+    setenv("RINGPOINT_CKPT_DIR", "", 1);
+    assert_int_equal(rp__settings_load(&s), RP_ERR_INVALID_ARG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cursor_bytes_and_crcs),
+        cmocka_unit_test(test_nchunks),
+        cmocka_unit_test(test_register_rules),
+        cmocka_unit_test(test_segments_cover_the_stream),
+        cmocka_unit_test(test_settings),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
