@@ -33,9 +33,6 @@
 #define OUT_DIM  4
 #define BATCH    32
 
-/* Exit status after a stop (preemption, time limit, scancel): the state of
- * the last step is in a committed checkpoint, and the job may be requeued. */
-#define EXIT_STOPPED 0
 
 typedef struct options {
     uint64_t steps;
@@ -417,7 +414,8 @@ int main(int argc, char **argv)
                        trainer.step);
                 fflush(stdout);
             }
-            rc = EXIT_STOPPED;
+            /* Tells the plugin the job may be requeued to resume. */
+            rc = RP_EXIT_STOPPED;
             goto out;
         }
     }

@@ -90,6 +90,17 @@ typedef struct rp_restore_info {
 RP_API rp_status_t rp_restore(rp_context_h ctx, const char *const names[],
                               size_t nnames, rp_restore_info_t *info);
 
+/**
+ * @brief Exit status for a task that stopped after @ref rp_step reported
+ *        a stop (75, EX_TEMPFAIL: "try again later").
+ *
+ * The checkpoint of the stop step is committed when rp_step reports the
+ * stop. A task that then exits with this status tells the ringpoint SPANK
+ * plugin that the job may be requeued to resume from it (unless the job
+ * was cancelled, or has used up its --ckpt-requeue allowance).
+ */
+#define RP_EXIT_STOPPED 75
+
 /** What @ref rp_step decided. */
 typedef struct rp_step_result {
     int checkpointed; /**< A checkpoint of this step was taken (committed, or

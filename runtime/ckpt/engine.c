@@ -25,7 +25,9 @@
 #include "core/context.h"
 #include "ckpt/fileio.h"
 #include "ringpoint/coll.h"
+#include "signal/signal.h"
 #include "util/log.h"
+#include "util/parse.h"
 
 /* A stop asked for before the engine exists (a signal during start-up)
  * must not be lost; one context per process, so one flag is enough. */
@@ -71,6 +73,13 @@ rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
     e = calloc(1, sizeof(*e));
     if (e == NULL) {
         rp_error("checkpoint: out of memory");
+        return NULL;
+    }
+    /* Stop signals are watched from the moment the application registers
+     * state: before that it has nothing to save, and a program that never
+     * checkpoints keeps the default action of SIGTERM. */
+    if (rp__signal_install(ctx->settings.ckpt_signal) != RP_OK) {
+        free(e);
         return NULL;
     }
     e->ctx = ctx;
@@ -181,10 +190,14 @@ static rp_status_t rp_eng_take(rp__ckpt_engine_t *e, uint64_t step, bool wait,
     return rc;
 }
 
+static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
+                            int why, bool committed);
+
 rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
                           rp_step_result_t *result)
 {
     int64_t v[4];
+    int sig;
     bool due, stop, taken = false;
     rp_status_t rc, prev = RP_OK;
 
@@ -215,7 +228,9 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
     v[0] = e->rank == 0 && e->interval_s > 0 &&
            rp__ckpt_now_ns() - e->last_ckpt_ns >= e->interval_s * 1000000000ull;
     v[1] = e->every > 0 && step % e->every == 0;
-    v[2] = e->stop_requested != 0 || rp_eng_stop_pending != 0;
+    /* The signal number travels in the MAX, for the log line below. */
+    sig = rp__signal_pending();
+    v[2] = sig != 0 ? sig : (e->stop_requested != 0 || rp_eng_stop_pending != 0);
     v[3] = e->pend.active && !rp__ckpt_async_done(e);
     rc = rp_allreduce(e->ctx, v, v, 4, RP_DTYPE_INT64, RP_OP_MAX);
     if (rc != RP_OK) {
@@ -234,6 +249,9 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
     if (stop) {
         /* The stop checkpoint is committed (or failed, said above): leave
          * the loop either way, the job is being stopped. */
+        if (e->rank == 0) {
+            rp_eng_log_stop(e, step, (int)v[2], rc == RP_OK && taken);
+        }
         e->stopped = true;
         e->stop_requested = 0;
         rp_eng_stop_pending = 0;
@@ -243,6 +261,30 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
         result->stop = stop;
     }
     return rc != RP_OK ? rc : prev;
+}
+
+/* Rank 0 says why the job stops and what happens next, where the user
+ * reads the job's output (Lightning #4265: say it loudly). */
+static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
+                            int why, bool committed)
+{
+    const rp_settings_t *set = &e->ctx->settings;
+    const char *restarts = getenv("SLURM_RESTART_COUNT");
+    const char *name = why > 1 ? rp__signal_name(why) : NULL;
+    uint64_t done = 0;
+
+    if (restarts != NULL) {
+        (void)rp__parse_uint(restarts, 0, UINT64_MAX, &done, NULL, 0);
+    }
+    rp_warn("stopping at step %llu (%s%s): %s", (unsigned long long)step,
+            name != NULL ? "SIG" : "", name != NULL ? name : "stop requested",
+            committed ? "checkpoint committed" : "NO new checkpoint");
+    if (set->ckpt_requeue_set && done >= set->ckpt_requeue) {
+        rp_warn("requeue limit reached (%llu of %llu): the job will not be "
+                "requeued; resubmit with the same --ckpt-dir to resume",
+                (unsigned long long)done,
+                (unsigned long long)set->ckpt_requeue);
+    }
 }
 
 rp_status_t rp__ckpt_checkpoint_now(rp__ckpt_engine_t *e, uint64_t step)
@@ -276,6 +318,7 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
         (void)rp_eng_settle(e);
     }
     rp__ckpt_async_stop(e);
+    rp__signal_restore();
     (void)rp__ckpt_close(&e->rootfd, e->dir);
     rp__ckpt_io_free(e->staging);
     pthread_cond_destroy(&e->cv);

@@ -8,6 +8,7 @@
 #include "util/parse.h"
 
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,25 @@ static rp_status_t rp_settings_ckpt(rp_settings_t *cfg)
         return RP_ERR_INVALID_ARG;
     }
     cfg->ckpt_async = (int)async;
+
+    /* USR2 by default: NCCL handles USR1 (nccl #704). */
+    cfg->ckpt_signal = SIGUSR2;
+    value = getenv("RINGPOINT_CKPT_SIGNAL");
+    if (value != NULL) {
+        char err[512];
+
+        if (rp__parse_signal(value, &cfg->ckpt_signal, err, sizeof(err)) !=
+            RP_OK) {
+            rp_error("RINGPOINT_CKPT_SIGNAL: %s", err);
+            return RP_ERR_INVALID_ARG;
+        }
+    }
+    cfg->ckpt_requeue_set = getenv("RINGPOINT_CKPT_REQUEUE") != NULL;
+    cfg->ckpt_requeue = 0;
+    if (rp_settings_uint("RINGPOINT_CKPT_REQUEUE", 0, 1000000,
+                         &cfg->ckpt_requeue) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
     return RP_OK;
 }
 

@@ -41,6 +41,9 @@ typedef struct rp_settings {
     uint64_t ckpt_keep;       /* complete checkpoints kept, >= 1 */
     uint64_t ckpt_chunk;      /* CRC chunk size, RINGPOINT_CKPT_CHUNK_SIZE */
     int ckpt_async;           /* 1: background writes (default) */
+    int ckpt_signal;          /* early-warning signal (RINGPOINT_CKPT_SIGNAL) */
+    uint64_t ckpt_requeue;    /* requeues allowed (RINGPOINT_CKPT_REQUEUE) */
+    int ckpt_requeue_set;     /* RINGPOINT_CKPT_REQUEUE was given */
     uint64_t coll_timeout_s;  /* silence from a peer before failing; 0: never */
     int64_t coll_spin_us;     /* busy-poll before sleeping; -1: decide from the CPU count */
     rp_coll_algo_t allreduce_algo;

@@ -36,8 +36,11 @@ test_train_stopped_three_times_same_digest() {
     dir=$RP_WORK/stops.$$
     rm -rf "$dir"
     for s in 50 110 170; do
+        # A stopped job exits with RP_EXIT_STOPPED (75) so the plugin may
+        # requeue it.
         out=$(RINGPOINT_CKPT_FAULT=stop:$((s % 3)):$s srun --mpi=pmix -N2 -n3 \
-            --ckpt-dir="$dir" --ckpt-interval=0 ringpoint-example-train $TRAIN_ARGS)
+            --ckpt-dir="$dir" --ckpt-interval=0 ringpoint-example-train $TRAIN_ARGS) &&
+            fail "a stopped run exited 0"
         echo "$out"
         assert_contains "$out" "stopping at step $s: checkpoint committed"
     done
@@ -66,6 +69,46 @@ test_train_rank_killed_mid_write_same_digest() {
     echo "$out"
     assert_contains "$out" "resumed from step 80"
     assert_eq "$(digest_of "$out")" "$ref" "digest after a killed rank"
+}
+
+# signal_one_rank SIGNAL N: signal the Nth training process (by pid
+# order), i.e. one rank only, once the job is under way.
+signal_one_rank() {
+    local pids
+    for _ in $(seq 100); do
+        # By process name (15 characters): the test's own shell has the
+        # program's name in its command line.
+        pids=$(pgrep -x ringpoint-examp | sort -n)
+        [ "$(echo "$pids" | grep -c .)" -ge 3 ] && break
+        sleep 0.1
+    done
+    sleep 1
+    kill -s "$1" "$(echo "$pids" | sed -n "${2}p")"
+}
+
+test_train_signal_on_one_rank_stops_all() {
+    local ref dir out rc sig
+    ref=$(reference)
+    for sig in TERM USR2; do
+        dir=$RP_WORK/sig-$sig.$$
+        rm -rf "$dir"
+        signal_one_rank "$sig" 2 &
+        rc=0
+        out=$(srun --mpi=pmix -N2 -n3 --ckpt-dir="$dir" --ckpt-interval=0 \
+            ringpoint-example-train $TRAIN_ARGS --step-delay-ms 20 2>&1) || rc=$?
+        wait
+        echo "$out"
+        # Every rank stopped at the same step and exited RP_EXIT_STOPPED.
+        assert_eq "$rc" 75 "srun's exit status"
+        assert_contains "$out" "(SIG$sig): checkpoint committed"
+        assert_contains "$out" "Exited with exit code 75"
+        assert_not_contains "$out" "Killed"
+        out=$(srun --mpi=pmix -N2 -n3 --ckpt-dir="$dir" --ckpt-interval=0 \
+            ringpoint-example-train $TRAIN_ARGS)
+        echo "$out"
+        assert_contains "$out" "resumed from step"
+        assert_eq "$(digest_of "$out")" "$ref" "digest after SIG$sig on one rank"
+    done
 }
 
 test_train_help_and_bad_arguments() {
