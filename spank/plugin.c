@@ -14,6 +14,7 @@
 
 #include "spank/admin.h"
 #include "spank/options.h"
+#include "spank/requeue.h"
 
 SPANK_PLUGIN(ringpoint, 1);
 
@@ -59,4 +60,24 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         return 0;
     }
     return rp__spank_options_export(sp);
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (spank_context() == S_CTX_REMOTE) {
+        rp__spank_requeue_task_exit(sp);
+    }
+    return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (spank_context() == S_CTX_REMOTE) {
+        rp__spank_requeue_step_exit(sp);
+    }
+    return 0;
 }

@@ -9,7 +9,7 @@ UNIT_LINKFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
-	tests/unit/test_ckpt_dir tests/unit/test_signal \
+	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
 	tests/unit/test_coll tests/unit/test_ckpt_engine
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -39,6 +39,13 @@ tests_unit_test_ckpt_dir_SOURCES = tests/unit/test_ckpt_dir.c spank/ckpt_dir.c
 tests_unit_test_ckpt_dir_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_ckpt_dir_LDADD = $(UNIT_LIBS)
 tests_unit_test_ckpt_dir_LDFLAGS = $(UNIT_LINKFLAGS)
+
+# The requeue policy is the plugin's; it needs no Slurm to test. The
+# header it includes pulls in spank.h, which only declares.
+tests_unit_test_requeue_SOURCES = tests/unit/test_requeue.c spank/requeue_policy.c
+tests_unit_test_requeue_CPPFLAGS = $(UNIT_CPPFLAGS) $(SLURM_CPPFLAGS)
+tests_unit_test_requeue_LDADD = $(UNIT_LIBS)
+tests_unit_test_requeue_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_signal_SOURCES = tests/unit/test_signal.c
 tests_unit_test_signal_CPPFLAGS = $(UNIT_CPPFLAGS)

@@ -1,0 +1,47 @@
+/*
+ * Requeue after a stop. A task that stopped at a committed checkpoint
+ * exits with RP_EXIT_STOPPED; when a step ends with such a task, the
+ * plugin (in slurmstepd, on the step's first node) asks slurmctld to
+ * requeue the job — unless it was cancelled, cannot be requeued, or has
+ * used up its --ckpt-requeue allowance.
+ *
+ * Why here and not in the job: a preempted job whose tasks exit during
+ * GraceTime ends COMPLETED, not requeued (checked on Slurm 22.05); and
+ * scontrol is often missing inside containers (pyxis #129). The RPC goes
+ * from slurmstepd, through the libslurm that already runs it.
+ */
+#ifndef RP_SPANK_REQUEUE_H
+#define RP_SPANK_REQUEUE_H
+
+#include <slurm/spank.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the decision needs to know about the job. */
+typedef struct rp_job_view {
+    bool cancelled;  /* scancel'd: never bring it back */
+    bool requeuing;  /* already being requeued (scontrol requeue, Slurm) */
+    bool requeuable; /* batch job submitted with --requeue (or the default) */
+    uint32_t restarts;
+} rp_job_view_t;
+
+typedef enum rp_requeue_verdict {
+    RP_REQUEUE = 0,
+    RP_REQUEUE_NO_CANCELLED,
+    RP_REQUEUE_NO_ALREADY,
+    RP_REQUEUE_NO_NOT_REQUEUABLE,
+    RP_REQUEUE_NO_LIMIT
+} rp_requeue_verdict_t;
+
+/* Decide, and say why in @why. @max: requeues allowed (0: never). */
+rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
+                                        char *why, size_t whylen);
+
+/* slurm_spank_task_exit: note a task that exited RP_EXIT_STOPPED. */
+void rp__spank_requeue_task_exit(spank_t sp);
+
+/* slurm_spank_exit: requeue the job if a task of this step stopped. */
+void rp__spank_requeue_step_exit(spank_t sp);
+
+#endif /* RP_SPANK_REQUEUE_H */

@@ -1,0 +1,37 @@
+/*
+ * The requeue decision, apart from any Slurm call so it can be unit-tested.
+ */
+#include "config.h"
+
+#include "spank/requeue.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
+                                        char *why, size_t whylen)
+{
+    if (job->cancelled) {
+        snprintf(why, whylen, "the job was cancelled; not requeued "
+                 "(resubmit with the same --ckpt-dir to resume)");
+        return RP_REQUEUE_NO_CANCELLED;
+    }
+    if (job->requeuing) {
+        snprintf(why, whylen, "Slurm is already requeuing the job");
+        return RP_REQUEUE_NO_ALREADY;
+    }
+    if (!job->requeuable) {
+        snprintf(why, whylen, "the job cannot be requeued (an interactive "
+                 "srun, or a batch job submitted with --no-requeue); "
+                 "resubmit with the same --ckpt-dir to resume");
+        return RP_REQUEUE_NO_NOT_REQUEUABLE;
+    }
+    if (job->restarts >= max) {
+        snprintf(why, whylen, "requeue limit reached (%" PRIu32 " of %" PRIu64
+                 "); not requeued", job->restarts, max);
+        return RP_REQUEUE_NO_LIMIT;
+    }
+    snprintf(why, whylen, "requeued after a stop (requeue %" PRIu32 " of %"
+             PRIu64 ")", job->restarts + 1, max);
+    return RP_REQUEUE;
+}

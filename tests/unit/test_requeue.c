@@ -1,0 +1,90 @@
+/*
+ * When the plugin requeues a job that stopped at a checkpoint: never a
+ * cancelled one (slurm_requeue would bring it back), never past the limit,
+ * never twice.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "spank/requeue.h"
+
+static rp_job_view_t preempted(void)
+{
+    rp_job_view_t v = {.cancelled = false, .requeuing = false,
+                       .requeuable = true, .restarts = 0};
+    return v;
+}
+
+static void test_preempted_job_is_requeued(void **state)
+{
+    rp_job_view_t v = preempted();
+    char why[256];
+
+    (void)state;
+    assert_int_equal(rp__requeue_decide(&v, 3, why, sizeof(why)), RP_REQUEUE);
+    assert_non_null(strstr(why, "requeue 1 of 3"));
+    v.restarts = 2;
+    assert_int_equal(rp__requeue_decide(&v, 3, why, sizeof(why)), RP_REQUEUE);
+    assert_non_null(strstr(why, "requeue 3 of 3"));
+}
+
+static void test_limit(void **state)
+{
+    rp_job_view_t v = preempted();
+    char why[256];
+
+    (void)state;
+    v.restarts = 3;
+    assert_int_equal(rp__requeue_decide(&v, 3, why, sizeof(why)), RP_REQUEUE_NO_LIMIT);
+    assert_non_null(strstr(why, "limit reached (3 of 3)"));
+    v.restarts = 0;
+    assert_int_equal(rp__requeue_decide(&v, 0, why, sizeof(why)), RP_REQUEUE_NO_LIMIT);
+}
+
+static void test_cancelled_never(void **state)
+{
+    rp_job_view_t v = preempted();
+    char why[256];
+
+    (void)state;
+    v.cancelled = true;
+    assert_int_equal(rp__requeue_decide(&v, 100, why, sizeof(why)),
+                     RP_REQUEUE_NO_CANCELLED);
+    assert_non_null(strstr(why, "cancelled"));
+    /* Cancelled wins over everything else. */
+    v.requeuing = true;
+    assert_int_equal(rp__requeue_decide(&v, 100, why, sizeof(why)),
+                     RP_REQUEUE_NO_CANCELLED);
+}
+
+static void test_already_and_not_requeuable(void **state)
+{
+    rp_job_view_t v = preempted();
+    char why[256];
+
+    (void)state;
+    v.requeuing = true;
+    assert_int_equal(rp__requeue_decide(&v, 3, why, sizeof(why)),
+                     RP_REQUEUE_NO_ALREADY);
+    v = preempted();
+    v.requeuable = false;
+    assert_int_equal(rp__requeue_decide(&v, 3, why, sizeof(why)),
+                     RP_REQUEUE_NO_NOT_REQUEUABLE);
+    assert_non_null(strstr(why, "--ckpt-dir"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preempted_job_is_requeued),
+        cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_cancelled_never),
+        cmocka_unit_test(test_already_and_not_requeuable),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
