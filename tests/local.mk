@@ -95,7 +95,7 @@ LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
 	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
-	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh
+	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.

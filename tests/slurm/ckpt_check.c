@@ -15,18 +15,23 @@
  *   common: -b BYTES  size of "model" (default 1 MiB + 123)
  *           -x        rank 1 registers one region more (a mismatch)
  *           -C        train: rp_checkpoint at the last step
+ *           -s MS     train: sleep MS milliseconds in every step (so that
+ *                     time passes, for RINGPOINT_CKPT_INTERVAL)
  *
  * Output, per rank: "ckpt-check: rank R restored step=S world=W ok" or
  * "ckpt-check: rank R fresh", and "ckpt-check: rank R rp_X(...) returned
- * 'status'" for every failing call; "ckpt-check: rank R stop at step S";
+ * 'status'" for every failing call; "ckpt-check: rank R checkpointed
+ * step=S" for every checkpoint; "ckpt-check: rank R stop at step S";
  * exit 0 when every check passed, 1 on wrong data, 2 on a failing call.
  */
 #include <ringpoint.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int g_rank, g_size;
@@ -88,7 +93,7 @@ int main(int argc, char **argv)
     rp_restore_info_t info;
     state_t s;
     const char *mode;
-    uint64_t steps = 0, first = 1, extra = 0;
+    uint64_t steps = 0, first = 1, extra = 0, sleep_ms = 0;
     int opt, replicated_only = 0, mismatch = 0, final_ckpt = 0, rc = 0;
     rp_status_t st;
 
@@ -100,10 +105,11 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     optind = 2;
-    while ((opt = getopt(argc, argv, "n:b:RxC")) != -1) {
+    while ((opt = getopt(argc, argv, "n:b:s:RxC")) != -1) {
         switch (opt) {
         case 'n': steps = strtoull(optarg, NULL, 10); break;
         case 'b': s.model_len = strtoull(optarg, NULL, 10); break;
+        case 's': sleep_ms = strtoull(optarg, NULL, 10); break;
         case 'R': replicated_only = 1; break;
         case 'x': mismatch = 1; break;
         case 'C': final_ckpt = 1; break;
@@ -167,6 +173,13 @@ int main(int argc, char **argv)
             rp_step_result_t res;
 
             fill(&s, step); /* "training" produces the state of this step */
+            if (sleep_ms > 0) {
+                struct timespec ts = {(time_t)(sleep_ms / 1000),
+                                      (long)(sleep_ms % 1000) * 1000000L};
+
+                while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+                }
+            }
             st = rp_step(ctx, step, &res);
             if (st != RP_OK) {
                 char what[64];
@@ -178,8 +191,8 @@ int main(int argc, char **argv)
                 }
                 rc = 0; /* a failed checkpoint; training goes on */
             }
-            if (res.checkpointed && g_rank == 0) {
-                printf("ckpt-check: rank 0 checkpointed step=%" PRIu64 "\n", step);
+            if (res.checkpointed) {
+                printf("ckpt-check: rank %d checkpointed step=%" PRIu64 "\n", g_rank, step);
             }
             if (res.stop) {
                 printf("ckpt-check: rank %d stop at step %" PRIu64 "\n", g_rank, step);

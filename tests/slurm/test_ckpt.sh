@@ -3,8 +3,10 @@
 # toy training loop whose state is a known function of the step, so every
 # restore is checked byte for byte): round trips at 1 to 3 ranks, sync and
 # async; restore on another world size; corrupt, truncated, stale and
-# half-written checkpoints are never loaded and the previous one is; a
-# write error is reported at the next safe point; retention; mpirun.
+# half-written checkpoints, a removed shard, mixed shards of two attempts
+# and a damaged manifest are never loaded and the previous one is; a write
+# error or a full disk is reported at the next safe point; checkpoints by
+# time; retention; mpirun.
 . "$(dirname "$0")/../lib/harness.sh"
 
 export PATH=$RP_PREFIX/bin:$PATH
@@ -144,11 +146,173 @@ test_ckpt_truncated_files_ignored() {
     srun --mpi=pmix -N2 -n2 "$CHECK" train -n 30
     truncate -s -20 "$d/step-000000000030/MANIFEST"
     truncate -s -1 "$d/step-000000000020/shard-000000.rp"
-    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
     assert_contains "$out" "skipping $d/step-000000000030 (corrupt)"
     assert_contains "$out" "skipping $d/step-000000000020 (corrupt)"
     restored_all "$out" 2 10
 }
+
+# A shard file removed from the newest checkpoint: every rank falls back
+# to the older complete one, and the log names the missing shard.
+test_ckpt_removed_shard_falls_back() {
+    local d out
+    d=$(fresh_dir rmshard)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    srun --mpi=pmix -N2 -n3 "$CHECK" train -n 20
+    assert_eq "$(committed "$d")" "10 20" "committed steps"
+    rm "$d/step-000000000020/shard-000001.rp"
+    out=$(ringpoint-ckpt verify "$d" 20 2>&1) && fail "verify accepted a checkpoint without shard 1"
+    echo "$out"
+    assert_contains "$out" "shard-000001.rp"
+    out=$(srun --mpi=pmix -N2 -n3 "$CHECK" restore 2>&1); echo "$out"
+    assert_contains "$out" "skipping $d/step-000000000020 (incomplete): step-000000000020/shard-000001.rp: missing"
+    restored_all "$out" 3 10
+    assert_not_contains "$out" "restored step=20"
+}
+
+# Shards of two attempts mixed in one directory: a shard of an older step
+# (other step and id), and a shard of the same step written by another job
+# (same step, same bytes of payload, other checkpoint id). Both checkpoints
+# are rejected by the shard header, the oldest one loads.
+test_ckpt_mixed_shards_rejected() {
+    local d other out
+    d=$(fresh_dir mixed)
+    other=$(fresh_dir mixed-other)
+    export RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_KEEP=5
+    RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" train -n 30
+    RINGPOINT_CKPT_DIR=$other srun --mpi=pmix -N2 -n2 "$CHECK" train -n 20
+    assert_eq "$(committed "$d")" "10 20 30" "committed steps"
+    # Same step, other attempt: same size, same payload, only the header's
+    # checkpoint id differs.
+    cmp -s "$other/step-000000000020/shard-000001.rp" "$d/step-000000000020/shard-000001.rp" &&
+        fail "two attempts wrote identical shard files: the test would prove nothing"
+    cmp -s <(tail -c +4097 "$other/step-000000000020/shard-000001.rp") \
+        <(tail -c +4097 "$d/step-000000000020/shard-000001.rp") ||
+        fail "the payloads of the two attempts at step 20 differ"
+    cp "$other/step-000000000020/shard-000001.rp" "$d/step-000000000020/shard-000001.rp"
+    # The older step's shard in the newer checkpoint (same size).
+    cp "$d/step-000000000010/shard-000001.rp" "$d/step-000000000030/shard-000001.rp"
+    out=$(ringpoint-ckpt ls "$d" 2>&1); echo "$out"
+    assert_eq "$(committed "$d")" "10" "complete steps after mixing"
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
+    assert_contains "$out" "skipping $d/step-000000000030 (corrupt): step-000000000030/shard-000001.rp: checkpoint id differs"
+    assert_contains "$out" "skipping $d/step-000000000020 (corrupt): step-000000000020/shard-000001.rp: checkpoint id differs"
+    restored_all "$out" 2 10
+}
+
+# One flipped byte (not a truncation) in the newest manifest: its CRC
+# fails, the checkpoint is ignored, the older one loads.
+test_ckpt_manifest_flipped_byte_ignored() {
+    local d out m size off byte
+    d=$(fresh_dir mflip)
+    export RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10
+    srun --mpi=pmix -N2 -n2 "$CHECK" train -n 20
+    m=$d/step-000000000020/MANIFEST
+    size=$(stat -c %s "$m")
+    off=$((size / 2))
+    byte=$(od -An -tu1 -j "$off" -N1 "$m" | tr -d ' ')
+    printf '%b' "\\$(printf %03o $((byte ^ 0x04)))" | dd of="$m" bs=1 seek="$off" conv=notrunc status=none
+    assert_eq "$(stat -c %s "$m")" "$size" "manifest size after the flip"
+    assert_eq "$(od -An -tu1 -j "$off" -N1 "$m" | tr -d ' ')" "$((byte ^ 0x04))" "flipped byte"
+    assert_eq "$(committed "$d")" "10" "complete steps after the flip"
+    out=$(srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
+    assert_contains "$out" "skipping $d/step-000000000020 (corrupt): step-000000000020/MANIFEST"
+    assert_contains "$out" "crc32c"
+    restored_all "$out" 2 10
+}
+
+# interval_run NAME MS STEPS MIN_GAP MAX_GAP: train STEPS steps of MS ms
+# with a 1 s interval and no RINGPOINT_CKPT_EVERY; every rank checkpoints
+# the same steps (chosen by rank 0's clock), at least 2, spaced MIN_GAP to
+# MAX_GAP steps apart, each complete with every rank's shard. Sets
+# INTERVAL_STEPS to them (not printed: in a command substitution, set -e
+# would be off and a failed check would go unnoticed).
+interval_run() {
+    local d out s0 s1 n prev s
+    d=$(fresh_dir "$1")
+    out=$(RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_INTERVAL=1 RINGPOINT_CKPT_KEEP=100 \
+        srun --mpi=pmix -N2 -n2 "$CHECK" train -n "$3" -s "$2" 2>&1); echo "$out"
+    s0=$(echo "$out" | sed -n 's/^ckpt-check: rank 0 checkpointed step=//p' | xargs)
+    s1=$(echo "$out" | sed -n 's/^ckpt-check: rank 1 checkpointed step=//p' | xargs)
+    assert_eq "$s1" "$s0" "steps checkpointed by rank 1 (rank 0's)"
+    n=$(echo "$s0" | wc -w)
+    [ "$n" -ge 2 ] || fail "$n checkpoints in $(($2 * $3)) ms with a 1 s interval: '$s0'"
+    prev=0
+    for s in $s0; do
+        if [ $((s - prev)) -lt "$4" ] || [ $((s - prev)) -gt "$5" ]; then
+            fail "checkpoint at step $s after step $prev with $2 ms steps: not about 1 s apart ($s0)"
+        fi
+        prev=$s
+    done
+    assert_eq "$(committed "$d")" "$s0" "complete checkpoints"
+    for s in $s0; do
+        ringpoint-ckpt verify "$d" "$s"
+        for f in shard-000000.rp shard-000001.rp MANIFEST; do
+            [ -f "$d/$(printf 'step-%012d' "$s")/$f" ] || fail "step $s has no $f"
+        done
+    done
+    INTERVAL_STEPS=$s0
+}
+
+# RINGPOINT_CKPT_INTERVAL without RINGPOINT_CKPT_EVERY: checkpoints are
+# taken by time, not by step count: 1 s is about 4 steps of 250 ms and
+# about 10 steps of 100 ms.
+test_ckpt_interval_by_time() {
+    local slow fast
+    unset RINGPOINT_CKPT_EVERY
+    interval_run interval-slow 250 12 3 6
+    slow=$INTERVAL_STEPS
+    interval_run interval-fast 100 30 7 13
+    fast=$INTERVAL_STEPS
+    echo "checkpointed steps: 250 ms steps: $slow; 100 ms steps: $fast"
+    [ "$slow" != "$fast" ] || fail "the same steps whatever the time per step"
+}
+
+# A full disk (a 64 KiB tmpfs) fails the checkpoint that does not fit, and
+# only that one: reported, training goes on, the previous one stays and
+# loads. The slurmd daemons of the local cluster live in private mount
+# namespaces that would not see a mount made now, so this runs under
+# mpirun (same engine, same file system calls).
+full_disk() {
+    local async=$1 mnt d out
+    mnt=$(mktemp -d /var/tmp/rp-fulldisk.XXXXXX)
+    # shellcheck disable=SC2064 # expand $mnt now
+    trap "umount '$mnt' 2>/dev/null; rmdir '$mnt'" EXIT
+    trap 'exit 143' TERM INT
+    if ! mount -t tmpfs -o size=64k,mode=0755 tmpfs "$mnt"; then
+        echo "skipped: cannot mount a tmpfs on $mnt in this environment"
+        return 0
+    fi
+    d=$mnt/ckpt
+    # -b 24000: one checkpoint of 2 ranks takes 13 pages (52 KiB) of the 16.
+    out=$(env -u SLURM_CONF RINGPOINT_CKPT_DIR="$d" RINGPOINT_CKPT_EVERY=10 \
+        RINGPOINT_CKPT_ASYNC="$async" mpirun --allow-run-as-root --oversubscribe -np 2 \
+        -x RINGPOINT_CKPT_DIR -x RINGPOINT_CKPT_EVERY -x RINGPOINT_CKPT_ASYNC \
+        -x RINGPOINT_CKPT_CHUNK_SIZE "$CHECK" train -n 25 -b 24000 2>&1); echo "$out"
+    assert_contains "$out" "ckpt-check: rank 0 checkpointed step=10"
+    assert_contains "$out" "No space left on device"
+    assert_contains "$out" "checkpoint step 20 failed on at least one rank"
+    if [ "$async" = 1 ]; then
+        # Snapshot taken at step 20, the failed write reported later.
+        assert_not_contains "$out" "rp_step(20) returned"
+        assert_contains "$out" "ckpt-check: rank 0 rp_step(2"
+    else
+        assert_contains "$out" "ckpt-check: rank 0 rp_step(20) returned"
+        assert_not_contains "$out" "checkpointed step=20"
+    fi
+    assert_contains "$out" "ckpt-check: rank 0 trained to step=25"
+    assert_contains "$out" "ckpt-check: rank 1 trained to step=25"
+    assert_eq "$(committed "$d")" "10" "committed steps"
+    [ -z "$(find "$d" -mindepth 1 -maxdepth 1 -name "*inflight*")" ] || fail "in-flight debris left"
+    ringpoint-ckpt verify "$d" 10
+    df -k "$mnt"
+    out=$(env -u SLURM_CONF RINGPOINT_CKPT_DIR="$d" mpirun --allow-run-as-root \
+        --oversubscribe -np 2 -x RINGPOINT_CKPT_DIR "$CHECK" restore -b 24000 2>&1); echo "$out"
+    restored_all "$out" 2 10
+}
+
+test_ckpt_full_disk_sync()  { full_disk 0; }
+test_ckpt_full_disk_async() { full_disk 1; }
 
 # A complete-looking in-flight directory (a crash between manifest and
 # rename) is debris: removed at start, never loaded.

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# The acceptance matrix of a training job on the real cluster: each event
+# (preemption, scontrol requeue, scancel, the warning signal, the time
+# limit, the requeue limit, a job array) ends in the right job state, and a
+# job that comes back resumes from its stop checkpoint and finishes with the
+# digest of an uninterrupted run.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+export RP_WORK=$RP_CLUSTER_DIR/work/preempt
+export STEPS=300
+mkdir -p "$RP_WORK"
+
+# The digest of an uninterrupted run with the same ranks and $STEPS steps.
+reference() {
+    srun -N2 -n3 --ckpt-dir="$RP_WORK/ref.$$" --ckpt-interval=0 \
+        ringpoint-example-train --steps $STEPS --log-every 0 |
+        sed -n 's/^final step=[0-9]* digest=//p'
+}
+
+# submit NAME [sbatch options]: a batch job that trains with srun; prints
+# the job id. Its output goes to $RP_WORK/NAME.out (appended across
+# requeues).
+submit() {
+    local name=$1
+    shift
+    cat >"$RP_WORK/$name.sh" <<SCRIPT
+#!/bin/bash
+echo "start restart=\${SLURM_RESTART_COUNT:-0}"
+srun ringpoint-example-train --steps $STEPS --log-every 0 --step-delay-ms 40
+echo "srun exit \$?"
+SCRIPT
+    rm -rf "$RP_WORK/$name.out" "$RP_WORK/$name.ckpt"
+    sbatch --parsable -N2 -n3 --exclusive --open-mode=append \
+        -o "$RP_WORK/$name.out" --ckpt-dir="$RP_WORK/$name.ckpt" \
+        --ckpt-interval=0 "$@" "$RP_WORK/$name.sh"
+}
+
+state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+restarts() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p'; }
+
+# wait_step JOB N: until the job's output shows training under way.
+wait_training() {
+    for _ in $(seq 300); do
+        grep -q "^starting fresh\|^resumed from" "$RP_WORK/$1.out" 2>/dev/null && { sleep 2; return 0; }
+        sleep 0.2
+    done
+    fail "the job never started training"
+}
+
+# wait_done JOB [SECONDS]: until the job has left the queue for good.
+wait_done() {
+    local s
+    for _ in $(seq $(( ${2:-180} * 2 ))); do
+        s=$(state "$1")
+        case "$s" in COMPLETED|CANCELLED|FAILED|TIMEOUT|PREEMPTED|NODE_FAIL|"") return 0 ;; esac
+        # A requeued job waits for cred_expire; start it as soon as it may.
+        if [ "$s" = PENDING ]; then scontrol update jobid="$1" starttime=now >/dev/null 2>&1 || true; fi
+        sleep 0.5
+    done
+    fail "job $1 still $s"
+}
+
+digest_in() { sed -n 's/^final step=[0-9]* digest=//p' "$RP_WORK/$1.out" | tail -1; }
+
+test_preemption_requeues_and_resumes() {
+    local ref jid hid out
+    ref=$(reference)
+    jid=$(submit preempt --requeue -p low)
+    wait_training preempt
+    hid=$(sbatch --parsable -p high -N2 --exclusive --wrap "sleep 1")
+    wait_done "$jid"
+    out=$(cat "$RP_WORK/preempt.out")
+    echo "$out"
+    assert_eq "$(state "$jid")" COMPLETED
+    assert_eq "$(restarts "$jid")" 1 "restarts"
+    assert_contains "$out" "(SIGTERM): checkpoint committed"
+    assert_contains "$out" "resumed from step"
+    assert_eq "$(digest_in preempt)" "$ref" "digest after preemption"
+    wait_done "$hid"
+}
+
+test_scontrol_requeue_resumes() {
+    local ref jid out
+    ref=$(reference)
+    jid=$(submit requeue --requeue)
+    wait_training requeue
+    scontrol requeue "$jid"
+    wait_done "$jid"
+    out=$(cat "$RP_WORK/requeue.out")
+    echo "$out"
+    assert_eq "$(state "$jid")" COMPLETED
+    assert_eq "$(restarts "$jid")" 1 "restarts (Slurm's requeue only, not ours too)"
+    assert_contains "$out" "checkpoint committed"
+    assert_contains "$out" "resumed from step"
+    assert_eq "$(digest_in requeue)" "$ref" "digest after scontrol requeue"
+}
+
+test_scancel_stays_cancelled_and_resubmission_resumes() {
+    local ref jid out
+    ref=$(reference)
+    jid=$(submit cancel --requeue)
+    wait_training cancel
+    scancel "$jid"
+    wait_done "$jid"
+    sleep 3
+    out=$(cat "$RP_WORK/cancel.out")
+    echo "$out"
+    assert_eq "$(state "$jid")" CANCELLED
+    assert_eq "$(restarts "$jid")" 0 "restarts"
+    assert_contains "$out" "(SIGTERM): checkpoint committed"
+    # A resubmission with the same --ckpt-dir resumes.
+    out=$(srun -N2 -n3 --ckpt-dir="$RP_WORK/cancel.ckpt" --ckpt-interval=0 \
+        ringpoint-example-train --steps $STEPS --log-every 0)
+    echo "$out"
+    assert_contains "$out" "resumed from step"
+    assert_eq "$(echo "$out" | sed -n 's/^final step=[0-9]* digest=//p')" "$ref" \
+        "digest after resubmission"
+}
+
+test_warning_signal_requeues() {
+    local ref jid out
+    ref=$(reference)
+    jid=$(submit warn --requeue --ckpt-signal=USR2)
+    wait_training warn
+    # What sbatch --signal=USR2@T delivers before the time limit.
+    scancel -s USR2 "$jid"
+    wait_done "$jid"
+    out=$(cat "$RP_WORK/warn.out")
+    echo "$out"
+    assert_eq "$(state "$jid")" COMPLETED
+    assert_eq "$(restarts "$jid")" 1 "restarts"
+    assert_contains "$out" "(SIGUSR2): checkpoint committed"
+    assert_eq "$(digest_in warn)" "$ref" "digest after the warning signal"
+}
+
+test_time_limit_without_warning_requeues() {
+    local ref jid out STEPS=3000
+    ref=$(reference)
+    # 3000 steps of 40 ms do not fit in the 1-minute limit (which Slurm
+    # enforces up to ~30 s late): SIGTERM comes
+    # at the limit, the job checkpoints within KillWait and is requeued.
+    jid=$(submit timelimit --requeue --time=1)
+    wait_done "$jid" 300
+    out=$(cat "$RP_WORK/timelimit.out")
+    echo "$out"
+    assert_eq "$(restarts "$jid")" 1 "restarts"
+    assert_contains "$out" "(SIGTERM): checkpoint committed"
+    assert_contains "$out" "resumed from step"
+    assert_eq "$(digest_in timelimit)" "$ref" "digest after the time limit"
+}
+
+test_requeue_limit_stops_requeuing() {
+    local jid out
+    jid=$(submit limit --requeue --ckpt-requeue=1)
+    wait_training limit
+    scancel -s USR2 "$jid"
+    # Requeued once (1 of 1) ...
+    for _ in $(seq 120); do
+        [ "$(restarts "$jid")" = 1 ] && break
+        sleep 0.5
+    done
+    assert_eq "$(restarts "$jid")" 1 "restarts after the first stop"
+    for _ in $(seq 240); do
+        scontrol update jobid="$jid" starttime=now >/dev/null 2>&1 || true
+        [ "$(grep -c '^resumed from' "$RP_WORK/limit.out")" = 1 ] && break
+        sleep 0.5
+    done
+    sleep 2
+    # ... then stopped again: not requeued a second time.
+    scancel -s USR2 "$jid"
+    wait_done "$jid"
+    out=$(cat "$RP_WORK/limit.out")
+    echo "$out"
+    assert_eq "$(restarts "$jid")" 1 "restarts after the second stop"
+    assert_contains "$out" "requeue limit reached (1 of 1)"
+    assert_not_contains "$(state "$jid")" PENDING
+}
+
+test_array_task_preempted_alone() {
+    local jid t0 t1
+    jid=$(submit array --requeue -a 0-1 -N1 -n1 --exclusive)
+    for _ in $(seq 200); do
+        [ "$(squeue -h -j "$jid" -t R | wc -l)" -ge 2 ] && break
+        sleep 0.2
+    done
+    sleep 3
+    # Stop task 1 only; task 0 goes on untouched.
+    scancel -s USR2 "${jid}_1"
+    wait_done "${jid}_1"
+    wait_done "${jid}_0"
+    t0=$(restarts "${jid}_0")
+    t1=$(restarts "${jid}_1")
+    assert_eq "$t0" 0 "restarts of array task 0"
+    assert_eq "$t1" 1 "restarts of array task 1"
+}
+
+run_all
