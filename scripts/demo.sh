@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The demo: build and install ringpoint, start a real two-node Slurm cluster
-# on this machine with the plugin enabled, and run the thread that exists so
-# far: srun validates --ckpt-interval, every task bootstraps through PMIx,
-# exchanges addresses with its ring neighbours and sees the interval.
-# (Later versions grow this into a training job that is preempted and
-# resumes.) Run as root after scripts/deps.sh. The cluster stays up
-# afterwards; scripts/cluster.sh down stops it.
+# on this machine with the plugin enabled, and train the example job twice:
+# once undisturbed, once while it is preempted by a higher-priority job and
+# then requeued by an admin. The second run is stopped and resumed twice and
+# still ends with exactly the same model (the same digest).
+# Run as root after scripts/deps.sh. The cluster stays up afterwards;
+# scripts/cluster.sh down stops it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 export RP_CLUSTER_DIR=${RP_CLUSTER_DIR:-/var/tmp/ringpoint-cluster}
+steps=${RP_DEMO_STEPS:-600}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
+jobstate() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 
 step "build and install"
 "$top/scripts/build.sh" "$top/build"
@@ -26,20 +28,79 @@ step "a local Slurm cluster with the plugin"
 "$top/scripts/cluster.sh" up -n 2 -p "$plugindir/ringpoint.so"
 eval "$("$top/scripts/cluster.sh" env)"
 show sinfo
+work=$RP_CLUSTER_DIR/demo
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
 
-step "what was built"
-show ringpoint-info
+step "a bad option is refused before anything is queued"
+show sbatch --ckpt-interval=banana --wrap=true || true
 
-step "a bad option is refused before anything starts"
-show srun -N1 --ckpt-interval=banana true || true
+step "run 1: $steps steps on 2 nodes x 3 ranks, undisturbed"
+show srun -N2 -n3 --ckpt-dir=undisturbed --ckpt-interval=0 \
+    ringpoint-example-train --steps "$steps" --log-every 200 | tee run1.out
+digest1=$(sed -n 's/^final step=[0-9]* digest=//p' run1.out)
 
-step "2 nodes x 2 tasks: PMIx bootstrap, ring address exchange, the interval"
-show srun --mpi=pmix -N2 -n4 --ckpt-interval=10m ringpoint-info
+step "run 2: the same job as a batch job in the low-priority partition"
+cat >train.sh <<SCRIPT
+#!/bin/bash
+#SBATCH --requeue --open-mode=append
+echo "[\$(date +%T)] job starts (restart \${SLURM_RESTART_COUNT:-0})"
+srun ringpoint-example-train --steps $steps --log-every 200 --step-delay-ms 30
+echo "[\$(date +%T)] srun exited with \$?"
+SCRIPT
+show cat train.sh
+jid=$(sbatch --parsable -p low -N2 -n3 --exclusive -o run2.out \
+    --ckpt-dir=preempted --ckpt-interval=5s --ckpt-signal=USR2 train.sh)
+echo "submitted job $jid"
 
-step "the same under Open MPI's mpirun, without Slurm"
-show env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 4 \
-    -x RINGPOINT_CKPT_INTERVAL=15m ringpoint-info
+wait_running() { # until training is under way in restart $2
+    for _ in $(seq 600); do
+        [ "$(grep -c '^starting fresh\|^resumed from' run2.out 2>/dev/null)" -gt "$1" ] && break
+        # a requeued job may start as soon as its nodes are free
+        [ "$(jobstate "$jid")" = PENDING ] &&
+            scontrol update jobid="$jid" starttime=now >/dev/null 2>&1 || true
+        sleep 0.2
+    done
+    sleep 4
+}
 
-step "done"
+wait_running 0
+step "a higher-priority job preempts it"
+show sbatch -p high -N2 --exclusive --wrap="sleep 2"
+wait_running 1
+step "an admin requeues it"
+show scontrol requeue "$jid"
+wait_running 2
+step "let it finish"
+while [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ]; do
+    [ "$(jobstate "$jid")" = PENDING ] &&
+        scontrol update jobid="$jid" starttime=now >/dev/null 2>&1 || true
+    sleep 1
+done
+show cat run2.out
+digest2=$(sed -n 's/^final step=[0-9]* digest=//p' run2.out | tail -1)
+
+step "the story"
+awk '
+    /job starts/           { print }
+    /^starting fresh/      { print "    trains from step 0" }
+    /^resumed from step/   { s = $4; sub(/ .*/, "", s); print "    resumes from step " s " (no step lost: the stop checkpoint was committed at the stop step)" }
+    /stopping at step/     { print "    " $0 }
+    /srun exited/          { print }
+' run2.out
+show scontrol show job "$jid" | grep -E 'JobState|Restarts'
+show ringpoint-ckpt ls preempted
+
+step "result"
+echo "undisturbed run:           digest=$digest1"
+echo "preempted + requeued run:  digest=$digest2"
+if [ -n "$digest1" ] && [ "$digest1" = "$digest2" ]; then
+    echo "identical: the interrupted job finished with exactly the model of the undisturbed one"
+else
+    echo "DIFFERENT digests" >&2
+    exit 1
+fi
+echo
 echo "The cluster is still up: eval \"\$($top/scripts/cluster.sh env)\" to use it,"
 echo "$top/scripts/cluster.sh down to stop it."
