@@ -11,7 +11,8 @@ contrib/slurm/ringpoint.conf: $(srcdir)/contrib/slurm/ringpoint.conf.in Makefile
 # Examples are installed as source: they show how to build against the
 # installed library with pkg-config.
 examplesdir = $(pkgdatadir)/examples
-dist_examples_DATA = contrib/examples/hello.c contrib/examples/train.c
+dist_examples_DATA = contrib/examples/hello.c contrib/examples/train.c \
+	contrib/examples/train.sbatch
 
 # The example training job, also installed ready to run: the demo and the
 # preemption tests use it.

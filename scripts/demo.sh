@@ -47,7 +47,7 @@ cat >train.sh <<SCRIPT
 #SBATCH --requeue --open-mode=append
 echo "[\$(date +%T)] job starts (restart \${SLURM_RESTART_COUNT:-0})"
 srun ringpoint-example-train --steps $steps --log-every 200 --step-delay-ms 30
-echo "[\$(date +%T)] srun exited with \$?"
+echo "[\$(date +%T)] srun returned"
 SCRIPT
 show cat train.sh
 jid=$(sbatch --parsable -p low -N2 -n3 --exclusive -o run2.out \
@@ -83,11 +83,12 @@ digest2=$(sed -n 's/^final step=[0-9]* digest=//p' run2.out | tail -1)
 
 step "the story"
 awk '
+    BEGIN { why[1] = "preempted by the higher-priority job"; why[2] = "requeued by the admin" }
     /job starts/           { print }
     /^starting fresh/      { print "    trains from step 0" }
-    /^resumed from step/   { s = $4; sub(/ .*/, "", s); print "    resumes from step " s " (no step lost: the stop checkpoint was committed at the stop step)" }
-    /stopping at step/     { print "    " $0 }
-    /srun exited/          { print }
+    /^stopping at step/    { n++; s = $4; sub(/:.*/, "", s); print "    " why[n] ": SIGTERM, all ranks stop at step " s ", checkpoint committed, job requeued" }
+    /^resumed from step/   { s = $4; print "    resumes from step " s ": no step lost" }
+    /^final step/          { print "    finishes: " $0 }
 ' run2.out
 show scontrol show job "$jid" | grep -E 'JobState|Restarts'
 show ringpoint-ckpt ls preempted
