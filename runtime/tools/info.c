@@ -52,7 +52,7 @@ static int print_build(void)
     print_component("pmix", "no (single-process bootstrap only)");
 #endif
 #ifdef HAVE_UCX
-    print_component("ucx", "UCX " RP_UCX_VERSION " found");
+    print_component("ucx", "UCX " RP_UCX_VERSION " transport (host-memory collectives)");
 #else
     print_component("ucx", "no");
 #endif
