@@ -19,3 +19,21 @@ dist_examples_DATA = contrib/examples/hello.c contrib/examples/train.c \
 bin_PROGRAMS += contrib/examples/ringpoint-example-train
 contrib_examples_ringpoint_example_train_SOURCES = contrib/examples/train.c
 contrib_examples_ringpoint_example_train_LDADD = runtime/libringpoint.la -lm
+
+# Benchmarks beside ringpoint-bench: Open MPI's MPI_Allreduce (built when
+# configure finds mpicc) and PyTorch's gloo, both printing ringpoint-bench's
+# table; scripts/bench-allreduce.sh runs them interleaved. Installed next to
+# ringpoint-coll-check, where that script looks for them.
+benchdir = $(pkglibexecdir)
+dist_bench_SCRIPTS = contrib/bench/gloo_allreduce.py
+# The memory roofline the ring is held against (doc/benchmarks.md).
+bench_PROGRAMS = contrib/bench/ringpoint-membw
+contrib_bench_ringpoint_membw_SOURCES = contrib/bench/membw.c
+if HAVE_MPI
+bench_PROGRAMS += contrib/bench/mpi-allreduce-bench
+contrib_bench_mpi_allreduce_bench_SOURCES = contrib/bench/mpi_allreduce.c
+contrib_bench_mpi_allreduce_bench_CPPFLAGS = $(MPI_CFLAGS)
+contrib_bench_mpi_allreduce_bench_LDADD = $(MPI_LIBS)
+else
+EXTRA_DIST += contrib/bench/mpi_allreduce.c
+endif

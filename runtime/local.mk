@@ -80,6 +80,11 @@ bin_PROGRAMS += runtime/tools/ringpoint-info
 runtime_tools_ringpoint_info_SOURCES = runtime/tools/info.c
 runtime_tools_ringpoint_info_LDADD = runtime/libringpoint.la
 
+# nccl-tests-style collective benchmark; uses only the public API.
+bin_PROGRAMS += runtime/tools/ringpoint-bench
+runtime_tools_ringpoint_bench_SOURCES = runtime/tools/bench.c
+runtime_tools_ringpoint_bench_LDADD = runtime/libringpoint.la
+
 # ringpoint-ckpt works on the format layer's internals: it links the
 # convenience library rather than the shared one, which hides them.
 bin_PROGRAMS += runtime/tools/ringpoint-ckpt

@@ -94,6 +94,7 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
+	tests/slurm/test_bench.sh \
 	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
 	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh
 

@@ -24,11 +24,16 @@
  * restarts); RINGPOINT_ALLREDUCE_RD_MAX, the largest message in bytes that
  * `auto` sends with recursive doubling (default 8 KiB at 2 ranks, 64 KiB
  * beyond; results depend on the algorithm, so never on the rank layout); RINGPOINT_COLL_SEGMENT, the pipelining
- * unit in bytes (default 128 KiB; results do not depend on it);
+ * unit in bytes (default 128 KiB; 512 KiB at 2 ranks; 1 MiB when UCX_TLS
+ * confines the job to TCP; results do not depend on it);
  * RINGPOINT_COLL_WINDOW, segments received ahead (default 4);
- * RINGPOINT_COLL_SPIN_US, how long a wait busy-polls before sleeping on
- * the transport (default 200, or 0 when the node has more ranks than
- * cores).
+ * RINGPOINT_COLL_SPIN_US, how long a wait polls before sleeping on
+ * the transport (default 200; when the node has more ranks than cores the
+ * polling yields the CPU between polls, and the default is 1000).
+ *
+ * UCX: when UCX_TLS confines the job to TCP (or the job spans nodes that
+ * have no RDMA device), messages below 256 KiB go eagerly rather than by
+ * rendezvous, unless UCX_RNDV_THRESH is set.
  */
 #ifndef RINGPOINT_COLL_H
 #define RINGPOINT_COLL_H
@@ -66,6 +71,36 @@ extern "C" {
 RP_API rp_status_t rp_allreduce(rp_context_h ctx, const void *sendbuf,
                                 void *recvbuf, size_t count, rp_dtype_t dtype,
                                 rp_op_t op);
+
+/**
+ * @brief Allreduce many buffers as one operation (tensor fusion).
+ *
+ * Buffer i holds @p counts[i] elements, reduced with @p op exactly as
+ * @ref rp_allreduce would, but small buffers are packed together, up to
+ * 64 MiB at a time, so that a model's hundreds of gradient tensors cost a
+ * few collectives instead of hundreds of latency-bound ones. Buffers of
+ * 64 MiB or more are reduced on their own, without a copy.
+ *
+ * Results are deterministic for a given world size and list of counts
+ * (every rank packs alike), but a float element may differ in its last
+ * bits from what @ref rp_allreduce of that buffer alone gives, because its
+ * position in the packed buffer decides its reduction order.
+ *
+ * @param ctx       A context from @ref rp_init.
+ * @param sendbufs  @p nbufs inputs; sendbufs[i] may equal recvbufs[i] (in
+ *                  place). No output may overlap another buffer.
+ * @param recvbufs  @p nbufs outputs.
+ * @param counts    Elements per buffer; 0 skips that buffer.
+ * @param nbufs     Number of buffers; 0 does nothing.
+ * @param dtype     Element type, the same for every buffer.
+ * @param op        Reduction.
+ * @return As @ref rp_allreduce.
+ */
+RP_API rp_status_t rp_allreduce_group(rp_context_h ctx,
+                                      const void *const *sendbufs,
+                                      void *const *recvbufs,
+                                      const size_t *counts, size_t nbufs,
+                                      rp_dtype_t dtype, rp_op_t op);
 
 /**
  * @brief Copy @p count elements from rank @p root's @p buf into @p buf on

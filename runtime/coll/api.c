@@ -63,6 +63,48 @@ rp_status_t rp_allreduce(rp_context_h ctx, const void *sendbuf, void *recvbuf,
     return rp__comm_allreduce(ctx->comm, sendbuf, recvbuf, count, dtype, op);
 }
 
+rp_status_t rp_allreduce_group(rp_context_h ctx, const void *const *sendbufs,
+                               void *const *recvbufs, const size_t *counts,
+                               size_t nbufs, rp_dtype_t dtype, rp_op_t op)
+{
+    rp_status_t status = rp_check("rp_allreduce_group", ctx, dtype);
+    const size_t es = rp_dtype_size(dtype);
+
+    if (status != RP_OK) {
+        return status;
+    }
+    if (!rp__reduce_supported(dtype, op)) {
+        rp_error("rp_allreduce_group: invalid op %d", (int)op);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (nbufs > 0 && (sendbufs == NULL || recvbufs == NULL || counts == NULL)) {
+        rp_error("rp_allreduce_group: NULL array with %zu buffers", nbufs);
+        return RP_ERR_INVALID_ARG;
+    }
+    for (size_t i = 0; i < nbufs; i++) {
+        size_t bytes = counts[i] * es;
+
+        if (counts[i] > 0 && (sendbufs[i] == NULL || recvbufs[i] == NULL)) {
+            rp_error("rp_allreduce_group: buffer %zu is NULL with count %zu",
+                     i, counts[i]);
+            return RP_ERR_INVALID_ARG;
+        }
+        if (bytes / es != counts[i]) {
+            rp_error("rp_allreduce_group: count %zu of buffer %zu overflows",
+                     counts[i], i);
+            return RP_ERR_INVALID_ARG;
+        }
+        if (sendbufs[i] != recvbufs[i] &&
+            rp_overlap(sendbufs[i], bytes, recvbufs[i], bytes)) {
+            rp_error("rp_allreduce_group: sendbuf and recvbuf %zu overlap "
+                     "without being equal", i);
+            return RP_ERR_INVALID_ARG;
+        }
+    }
+    return rp__comm_allreduce_group(ctx->comm, sendbufs, recvbufs, counts,
+                                    nbufs, dtype, op);
+}
+
 rp_status_t rp_broadcast(rp_context_h ctx, void *buf, size_t count,
                          rp_dtype_t dtype, int root)
 {

@@ -44,7 +44,8 @@ typedef struct rp_comm {
 
     /* settings */
     uint64_t timeout_ns; /* silence tolerated from a peer; 0: forever */
-    uint64_t spin_ns;    /* busy-poll this long before sleeping */
+    uint64_t spin_ns;    /* poll this long before sleeping */
+    bool yield;          /* give the CPU away between polls */
     rp_coll_algo_t algo;
     size_t rd_max_bytes; /* auto: recursive doubling up to this size */
     size_t seg_bytes;    /* pipelining unit */
@@ -53,6 +54,7 @@ typedef struct rp_comm {
     /* persistent scratch, grown on demand and pre-touched */
     rp_comm_buf_t work; /* float32 partials for fp16/bf16 */
     rp_comm_buf_t tmp;  /* recursive doubling's partner data; ring slots */
+    rp_comm_buf_t fuse; /* grouped allreduce's packed buffers */
     rp_treq_t *reqs;    /* request pool for one collective */
     size_t nreqs;
 
@@ -120,6 +122,10 @@ rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
 rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t count, rp_dtype_t dtype,
                                rp_op_t op);
+rp_status_t rp__comm_allreduce_group(rp_comm_t *c, const void *const *sendbufs,
+                                     void *const *recvbufs,
+                                     const size_t *counts, size_t nbufs,
+                                     rp_dtype_t dtype, rp_op_t op);
 rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root);
 rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t bytes_per_rank);

@@ -74,6 +74,11 @@ struct rp_transport {
     rp_bootstrap_t *bs; /* borrowed; outlives the transport */
     int rank;
     int size;
+    /* The pipelining unit this transport prefers, or 0 for the
+     * collectives' default. Derived only from what every rank of a job
+     * sees alike (the environment the launcher hands to all), because
+     * sender and receiver must cut messages the same way. */
+    size_t seg_hint;
     void *impl;
 };
 

@@ -1,0 +1,309 @@
+/*
+ * mpi-allreduce-bench: MPI_Allreduce timed and printed exactly like
+ * ringpoint-bench allreduce, so that scripts/bench-allreduce.sh can put
+ * the two side by side (same sizes, same inputs, same statistic).
+ *
+ *   mpirun -np N mpi-allreduce-bench [-b MIN] [-e MAX] [-f FACTOR]
+ *        [-n ITERS] [-w WARMUP] [-c 0|1] [-o sum|prod|min|max]
+ *        [-d float|double|int32|int64] [-m median|mean]
+ *
+ * Each iteration is timed alone; the per-iteration times are combined with
+ * MPI_MAX over ranks and the row shows their median (or mean). In place,
+ * the input is copied back before each iteration, untimed. Inputs are the
+ * small integers ringpoint-bench uses, so #wrong is an exact comparison.
+ */
+#include <mpi.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum { T_FLOAT, T_DOUBLE, T_INT32, T_INT64 } type_t;
+
+static const char *type_names[] = {"float", "double", "int32", "int64"};
+static const size_t type_sizes[] = {4, 8, 4, 8};
+static const char *op_names[] = {"sum", "prod", "min", "max"};
+
+static int g_rank, g_size;
+
+static MPI_Datatype mpi_type(type_t t)
+{
+    switch (t) {
+    case T_FLOAT: return MPI_FLOAT;
+    case T_DOUBLE: return MPI_DOUBLE;
+    case T_INT32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+    }
+}
+
+static MPI_Op mpi_op(int op)
+{
+    switch (op) {
+    case 0: return MPI_SUM;
+    case 1: return MPI_PROD;
+    case 2: return MPI_MIN;
+    default: return MPI_MAX;
+    }
+}
+
+static void store(type_t t, void *buf, size_t i, int64_t v)
+{
+    char *p = (char *)buf + i * type_sizes[t];
+    float f = (float)v;
+    double d = (double)v;
+    int32_t i32 = (int32_t)(uint32_t)(uint64_t)v;
+
+    switch (t) {
+    case T_FLOAT: memcpy(p, &f, 4); break;
+    case T_DOUBLE: memcpy(p, &d, 8); break;
+    case T_INT32: memcpy(p, &i32, 4); break;
+    default: memcpy(p, &v, 8); break;
+    }
+}
+
+/* The same inputs as ringpoint-bench: c_i + d_r with the d_r cancelling,
+ * 1s and 2s for products. */
+static int64_t c_of(size_t i) { return (int64_t)(i % 7) + 2; }
+
+static int64_t d_of(int r, int n)
+{
+    if (n % 2 == 1 && r == n - 1) {
+        return 0;
+    }
+    return r % 2 == 0 ? 1 : -1;
+}
+
+static int64_t input(int op, size_t i, int r, int n)
+{
+    if (op == 1) {
+        return (i + (size_t)r) % 2 == 0 ? 2 : 1;
+    }
+    return c_of(i) + d_of(r, n);
+}
+
+static int64_t expected(int op, size_t i, int n)
+{
+    int64_t twos;
+
+    switch (op) {
+    case 0: return (int64_t)n * c_of(i);
+    case 2: return c_of(i) + (n > 1 ? -1 : 0);
+    case 3: return c_of(i) + (n > 1 ? 1 : 0);
+    default:
+        twos = i % 2 == 0 ? (n + 1) / 2 : n / 2;
+        return twos >= 63 ? 0 : (int64_t)1 << twos;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s || v < 0) {
+        return false;
+    }
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; end++; break;
+    case 'm': case 'M': v *= 1024 * 1024; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    *out = (size_t)v;
+    return *end == '\0';
+}
+
+typedef struct row {
+    double time_us;
+    long long wrong;
+} row_t;
+
+static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
+                    int warmup, bool check, bool mean, const void *in,
+                    void *out, double *times, row_t *res)
+{
+    const size_t es = type_sizes[t];
+    long long wrong = 0;
+
+    for (int it = 0; it < warmup + iters; it++) {
+        double t0, t1;
+
+        if (check && it == warmup + iters - 1) {
+            memset(out, 0xA5, count * es);
+        }
+        if (inplace) {
+            memcpy(out, in, count * es);
+        }
+        t0 = MPI_Wtime();
+        MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)count,
+                      mpi_type(t), mpi_op(op), MPI_COMM_WORLD);
+        t1 = MPI_Wtime();
+        if (it >= warmup) {
+            times[it - warmup] = (t1 - t0) * 1e6;
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+    if (mean) {
+        double s = 0;
+
+        for (int i = 0; i < iters; i++) {
+            s += times[i];
+        }
+        res->time_us = s / iters;
+    } else {
+        qsort(times, (size_t)iters, sizeof(*times), cmp_double);
+        res->time_us = iters % 2 ? times[iters / 2]
+                                 : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
+    }
+    res->wrong = -1;
+    if (check) {
+        char e[8];
+
+        for (size_t i = 0; i < count; i++) {
+            store(t, e, 0, expected(op, i, g_size));
+            wrong += memcmp(e, (char *)out + i * es, es) != 0;
+        }
+        MPI_Allreduce(&wrong, &res->wrong, 1, MPI_LONG_LONG, MPI_SUM,
+                      MPI_COMM_WORLD);
+    }
+}
+
+static void print_row(const row_t *r, size_t bytes, double bf)
+{
+    double algbw = r->time_us > 0 ? (double)bytes / (r->time_us * 1e3) : 0;
+
+    if (r->wrong < 0) {
+        printf("  %8.2f  %6.2f  %6.2f  %6s", r->time_us, algbw, algbw * bf, "N/A");
+    } else {
+        printf("  %8.2f  %6.2f  %6.2f  %6lld", r->time_us, algbw, algbw * bf,
+               r->wrong);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    size_t minb = 8, maxb = 32 * 1024 * 1024;
+    double factor = 2, bf;
+    int iters = 20, warmup = 5, op = 0, ch;
+    bool check = true, mean = false;
+    type_t t = T_FLOAT;
+    long long wrong_total = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    while ((ch = getopt(argc, argv, "b:e:f:n:w:c:o:d:m:")) != -1) {
+        bool ok = true;
+
+        switch (ch) {
+        case 'b': ok = parse_size(optarg, &minb); break;
+        case 'e': ok = parse_size(optarg, &maxb); break;
+        case 'f': factor = atof(optarg); ok = factor > 1; break;
+        case 'n': iters = atoi(optarg); ok = iters > 0; break;
+        case 'w': warmup = atoi(optarg); ok = warmup >= 0; break;
+        case 'c': check = atoi(optarg) != 0; break;
+        case 'm': mean = strcmp(optarg, "mean") == 0; break;
+        case 'o':
+            ok = false;
+            for (int i = 0; i < 4; i++) {
+                if (strcmp(optarg, op_names[i]) == 0) {
+                    op = i;
+                    ok = true;
+                }
+            }
+            break;
+        case 'd':
+            ok = false;
+            for (int i = 0; i < 4; i++) {
+                if (strcmp(optarg, type_names[i]) == 0) {
+                    t = (type_t)i;
+                    ok = true;
+                }
+            }
+            break;
+        default:
+            ok = false;
+        }
+        if (!ok) {
+            if (g_rank == 0) {
+                fprintf(stderr, "usage: mpi-allreduce-bench [-b MIN] [-e MAX] "
+                        "[-f F] [-n N] [-w N] [-c 0|1] [-o OP] [-d TYPE] "
+                        "[-m median|mean]\n");
+            }
+            MPI_Finalize();
+            return 64;
+        }
+    }
+    bf = 2.0 * (g_size - 1) / g_size;
+    if (g_rank == 0) {
+        printf("# mpi-allreduce-bench: MPI_Allreduce, %d ranks, minBytes %zu "
+               "maxBytes %zu step %g iters %d warmup %d check %d\n",
+               g_size, minb, maxb, factor, iters, warmup, check ? 1 : 0);
+        printf("# time: %s over iterations of the slowest rank's time, in us\n",
+               mean ? "mean" : "median");
+        printf("#\n");
+        printf("#                                                      "
+               "  out-of-place                      in-place\n");
+        printf("#        size         count      type   redop    root"
+               "      time   algbw   busbw #wrong      time   algbw   busbw #wrong\n");
+        printf("#         (B)    (elements)                          "
+               "      (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n");
+    }
+    for (double sz = (double)minb; sz <= (double)maxb; sz *= factor) {
+        size_t es = type_sizes[t], bytes = (size_t)sz / es * es;
+        size_t count = bytes / es;
+        void *in = NULL, *out = NULL;
+        double *times = calloc((size_t)iters, sizeof(double));
+        row_t res[2];
+
+        if (count == 0 || times == NULL ||
+            posix_memalign(&in, 4096, bytes) != 0 ||
+            posix_memalign(&out, 4096, bytes) != 0) {
+            free(times);
+            free(in);
+            continue;
+        }
+        memset(out, 0, bytes);
+        for (size_t i = 0; i < count; i++) {
+            store(t, in, i, input(op, i, g_rank, g_size));
+        }
+        for (int ip = 0; ip < 2; ip++) {
+            run_row(t, op, count, ip == 1, iters, warmup, check, mean, in, out,
+                    times, &res[ip]);
+            if (res[ip].wrong > 0) {
+                wrong_total += res[ip].wrong;
+            }
+        }
+        if (g_rank == 0) {
+            printf("%13zu  %12zu  %8s  %6s  %6d", bytes, count, type_names[t],
+                   op_names[op], -1);
+            print_row(&res[0], bytes, bf);
+            print_row(&res[1], bytes, bf);
+            printf("\n");
+        }
+        free(times);
+        free(in);
+        free(out);
+    }
+    if (g_rank == 0) {
+        printf("# Out of bounds values : %lld %s\n", wrong_total,
+               wrong_total ? "FAILED" : "OK");
+    }
+    MPI_Finalize();
+    return wrong_total ? 1 : 0;
+}

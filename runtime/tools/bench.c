@@ -1,0 +1,768 @@
+/*
+ * ringpoint-bench: collective performance in nccl-tests' shape.
+ *
+ *   ringpoint-bench [allreduce|broadcast|allgather] [-b MIN] [-e MAX]
+ *                   [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1] [-o OP]
+ *                   [-d DTYPE] [-r ROOT] [-m median|mean] [-G N]
+ *
+ * Started by a PMIx launcher (srun --mpi=pmix, mpirun); rank 0 prints one
+ * row per size, out of place then in place, with nccl-tests' columns, so
+ * that tables from ringpoint, nccl-tests and contrib/bench/ line up.
+ *
+ * Timing: every iteration is timed on its own on every rank, the
+ * per-iteration times are combined with a MAX allreduce after the loop
+ * (the collective is done when its slowest rank is), and the row shows
+ * the median of those (or their mean with -m mean). Medians, because on a
+ * shared 2-core VM one descheduled iteration can cost more than a hundred
+ * good ones. Iterations run back to back, with no barrier between them,
+ * like a training loop; in place, the input is restored before each
+ * iteration, outside the timed region, so every iteration reduces the
+ * same values.
+ *
+ * Checking (-c 1, the default): inputs are small integers chosen so that
+ * every type, bfloat16 included, holds every result exactly, sums and
+ * averages included (the ranks' offsets cancel); #wrong counts the elements
+ * of the last iteration's result, summed over ranks, whose bits differ from
+ * the exact expected value. The exit status is 1 if any is wrong, 2 if a
+ * call failed, 64 for a usage error.
+ */
+#include "config.h"
+
+#include <ringpoint.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_ALLGATHER } coll_t;
+
+typedef struct opts {
+    coll_t coll;
+    size_t min_bytes, max_bytes;
+    double factor;
+    int iters, warmup;
+    bool check;
+    bool mean;
+    int root;
+    bool all_ops, all_types;
+    int groups; /* allreduce: split into this many buffers, one grouped call */
+    rp_op_t op;
+    rp_dtype_t dtype;
+} opts_t;
+
+static int g_rank, g_size;
+static rp_context_h g_ctx;
+
+/* nccl-tests' names first, then ringpoint's. */
+static const struct { const char *name; rp_dtype_t t; } g_types[] = {
+    {"float", RP_DTYPE_FLOAT32},   {"double", RP_DTYPE_FLOAT64},
+    {"half", RP_DTYPE_FLOAT16},    {"bfloat16", RP_DTYPE_BFLOAT16},
+    {"int32", RP_DTYPE_INT32},     {"int64", RP_DTYPE_INT64},
+    {"uint8", RP_DTYPE_UINT8},     {"float32", RP_DTYPE_FLOAT32},
+    {"float64", RP_DTYPE_FLOAT64}, {"float16", RP_DTYPE_FLOAT16},
+    {"int", RP_DTYPE_INT32},
+};
+#define N_PRINTED_TYPES 7 /* the first seven are the distinct ones */
+
+static const char *type_name(rp_dtype_t t)
+{
+    for (size_t i = 0; i < N_PRINTED_TYPES; i++) {
+        if (g_types[i].t == t) {
+            return g_types[i].name;
+        }
+    }
+    return "?";
+}
+
+static const char *op_names[RP_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "Usage: ringpoint-bench [allreduce|broadcast|allgather] [options]\n"
+        "  -C, --coll NAME       the collective (or give it as the first word)\n"
+        "  -b, --minbytes SIZE   smallest size (default 8; K, M, G suffixes)\n"
+        "  -e, --maxbytes SIZE   largest size (default 32M)\n"
+        "  -f, --stepfactor F    multiply the size by F each row (default 2)\n"
+        "  -n, --iters N         timed iterations per row (default 20)\n"
+        "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
+        "  -c, --check 0|1       check every result exactly (default 1)\n"
+        "  -o, --op OP           sum, prod, min, max, avg or all (default sum)\n"
+        "  -d, --datatype T      float, double, half, bfloat16, int32, int64,\n"
+        "                        uint8 or all (default float)\n"
+        "  -r, --root R          broadcast's root (default 0)\n"
+        "  -m, --stat S          median (default) or mean of the iterations\n"
+        "  -G, --group N         allreduce: cut the buffer into N buffers of\n"
+        "                        unequal sizes, reduced by one rp_allreduce_group\n"
+        "Size is the buffer in bytes (allgather: the whole output). time is\n"
+        "in microseconds; algbw = size / time; busbw = algbw * 2(n-1)/n for\n"
+        "allreduce, (n-1)/n for allgather, 1 for broadcast (GB/s = 1e9 B/s).\n"
+        "Launch with srun --mpi=pmix or mpirun; rank 0 prints.\n");
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s || v < 0) {
+        return false;
+    }
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; end++; break;
+    case 'm': case 'M': v *= 1024 * 1024; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') {
+        end++;
+    }
+    if (*end != '\0' || v > 1e15) {
+        return false;
+    }
+    *out = (size_t)v;
+    return true;
+}
+
+static bool parse_int(const char *s, int min, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > 1000000000) {
+        return false;
+    }
+    *out = (int)v;
+    return true;
+}
+
+static bool parse_coll(const char *s, coll_t *c)
+{
+    if (strcmp(s, "allreduce") == 0 || strcmp(s, "all_reduce") == 0) {
+        *c = COLL_ALLREDUCE;
+    } else if (strcmp(s, "broadcast") == 0 || strcmp(s, "bcast") == 0) {
+        *c = COLL_BROADCAST;
+    } else if (strcmp(s, "allgather") == 0 || strcmp(s, "all_gather") == 0) {
+        *c = COLL_ALLGATHER;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Returns 0, or the exit status for a usage error / --help. */
+static int parse_args(int argc, char **argv, opts_t *o)
+{
+    static const struct option longopts[] = {
+        {"coll", required_argument, NULL, 'C'},
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup_iters", required_argument, NULL, 'w'},
+        {"check", required_argument, NULL, 'c'},
+        {"op", required_argument, NULL, 'o'},
+        {"datatype", required_argument, NULL, 'd'},
+        {"root", required_argument, NULL, 'r'},
+        {"stat", required_argument, NULL, 'm'},
+        {"group", required_argument, NULL, 'G'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch, v;
+    char *end;
+
+    memset(o, 0, sizeof(*o));
+    o->coll = COLL_ALLREDUCE;
+    o->min_bytes = 8;
+    o->max_bytes = 32 * 1024 * 1024;
+    o->factor = 2;
+    o->iters = 20;
+    o->warmup = 5;
+    o->check = true;
+    o->op = RP_OP_SUM;
+    o->dtype = RP_DTYPE_FLOAT32;
+    o->groups = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        if (!parse_coll(argv[1], &o->coll)) {
+            fprintf(stderr, "ringpoint-bench: unknown collective '%s'\n", argv[1]);
+            return 64;
+        }
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
+    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:h", longopts,
+                             NULL)) != -1) {
+        bool ok = true;
+
+        switch (ch) {
+        case 'C': ok = parse_coll(optarg, &o->coll); break;
+        case 'b': ok = parse_size(optarg, &o->min_bytes); break;
+        case 'e': ok = parse_size(optarg, &o->max_bytes); break;
+        case 'f':
+            o->factor = strtod(optarg, &end);
+            ok = *end == '\0' && o->factor > 1.0;
+            break;
+        case 'n': ok = parse_int(optarg, 1, &o->iters); break;
+        case 'w': ok = parse_int(optarg, 0, &o->warmup); break;
+        case 'c':
+            ok = parse_int(optarg, 0, &v) && v <= 1;
+            o->check = v == 1;
+            break;
+        case 'o':
+            ok = false;
+            o->all_ops = strcmp(optarg, "all") == 0;
+            for (int i = 0; i < RP_OP_COUNT; i++) {
+                if (o->all_ops || strcmp(optarg, op_names[i]) == 0) {
+                    o->op = o->all_ops ? RP_OP_SUM : (rp_op_t)i;
+                    ok = true;
+                    break;
+                }
+            }
+            break;
+        case 'd':
+            ok = false;
+            o->all_types = strcmp(optarg, "all") == 0;
+            for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++) {
+                if (o->all_types || strcmp(optarg, g_types[i].name) == 0) {
+                    o->dtype = g_types[i].t;
+                    ok = true;
+                    break;
+                }
+            }
+            break;
+        case 'r': ok = parse_int(optarg, 0, &o->root); break;
+        case 'G': ok = parse_int(optarg, 1, &o->groups); break;
+        case 'm':
+            ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0;
+            o->mean = strcmp(optarg, "mean") == 0;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return 64;
+        }
+        if (!ok) {
+            fprintf(stderr, "ringpoint-bench: bad value '%s' for -%c\n",
+                    optarg, ch);
+            return 64;
+        }
+    }
+    if (optind != argc || o->min_bytes > o->max_bytes) {
+        usage(stderr);
+        return 64;
+    }
+    return 0;
+}
+
+/* ---- exact inputs and expected values -------------------------------- */
+
+/* float32 -> float16, round to nearest even (normal range, zero, inf). */
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u, sign, mant, half, rest;
+    int exp;
+
+    memcpy(&u, &f, 4);
+    sign = (u >> 16) & 0x8000u;
+    exp = (int)((u >> 23) & 0xff) - 127 + 15;
+    mant = u & 0x7fffffu;
+    if ((u & 0x7fffffffu) == 0 || exp <= 0) {
+        return (uint16_t)sign; /* no subnormals among the values used */
+    }
+    if (exp >= 31) {
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    half = (uint32_t)exp << 10 | (mant >> 13);
+    rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) {
+        half++; /* may carry into the exponent: still correct */
+    }
+    return (uint16_t)(sign | half);
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* Write value @v (an exact small integer for float types; any, wrapping,
+ * for integers) as element @i of @buf. */
+static void store(rp_dtype_t t, void *buf, size_t i, int64_t iv, double fv)
+{
+    char *p = (char *)buf + i * rp_dtype_size(t);
+    uint8_t u8;
+    int32_t i32;
+    uint16_t h;
+    float f;
+
+    switch (t) {
+    case RP_DTYPE_UINT8: u8 = (uint8_t)(uint64_t)iv; memcpy(p, &u8, 1); break;
+    case RP_DTYPE_INT32: i32 = (int32_t)(uint32_t)(uint64_t)iv; memcpy(p, &i32, 4); break;
+    case RP_DTYPE_INT64: memcpy(p, &iv, 8); break;
+    case RP_DTYPE_FLOAT16: h = f32_to_f16((float)fv); memcpy(p, &h, 2); break;
+    case RP_DTYPE_BFLOAT16: h = f32_to_bf16((float)fv); memcpy(p, &h, 2); break;
+    case RP_DTYPE_FLOAT32: f = (float)fv; memcpy(p, &f, 4); break;
+    default: memcpy(p, &fv, 8); break;
+    }
+}
+
+/* Allreduce inputs: rank r gives c_i + d_r, c_i in 2..8, and d_r in
+ * {+1, -1, 0} summing to zero over the ranks, so sums are n*c_i and
+ * averages c_i exactly. PROD uses 1s and 2s so products are powers of two. */
+static int64_t ar_c(size_t i) { return (int64_t)(i % 7) + 2; }
+
+static int64_t ar_d(int r, int n)
+{
+    if (n % 2 == 1 && r == n - 1) {
+        return 0;
+    }
+    return r % 2 == 0 ? 1 : -1;
+}
+
+static int64_t ar_input(rp_op_t op, size_t i, int r, int n)
+{
+    if (op == RP_OP_PROD) {
+        return (i + (size_t)r) % 2 == 0 ? 2 : 1;
+    }
+    return ar_c(i) + ar_d(r, n);
+}
+
+static int64_t ar_expected(rp_op_t op, size_t i, int n)
+{
+    int64_t dmin = 0, dmax = 0, twos = 0;
+
+    for (int r = 0; r < n && r < 3; r++) { /* d repeats with period 2 */
+        dmin = ar_d(r, n) < dmin ? ar_d(r, n) : dmin;
+        dmax = ar_d(r, n) > dmax ? ar_d(r, n) : dmax;
+    }
+    if (n == 1) {
+        dmin = dmax = 0;
+    }
+    switch (op) {
+    case RP_OP_SUM: return (int64_t)n * ar_c(i);
+    case RP_OP_AVG: return ar_c(i);
+    case RP_OP_MIN: return ar_c(i) + dmin;
+    case RP_OP_MAX: return ar_c(i) + dmax;
+    default:
+        /* ranks r with (i + r) even contribute a 2 */
+        twos = i % 2 == 0 ? (n + 1) / 2 : n / 2;
+        return twos >= 63 ? 0 : (int64_t)1 << twos;
+    }
+}
+
+static void store_int(rp_dtype_t t, void *buf, size_t i, int64_t v)
+{
+    store(t, buf, i, v, (double)v);
+}
+
+/* Broadcast and allgather: what rank @r holds at element @i. */
+static int64_t bg_input(size_t i, int r)
+{
+    return (int64_t)((i * 7 + (size_t)r * 31) % 97) + 1;
+}
+
+static size_t count_wrong(rp_dtype_t t, const void *buf, size_t count,
+                          int64_t (*want)(size_t, void *), void *arg)
+{
+    const size_t es = rp_dtype_size(t);
+    const char *p = buf;
+    char exp[8];
+    size_t wrong = 0;
+
+    for (size_t i = 0; i < count; i++) {
+        store_int(t, exp, 0, want(i, arg));
+        wrong += memcmp(exp, p + i * es, es) != 0;
+    }
+    return wrong;
+}
+
+typedef struct want_ar { rp_op_t op; int n; } want_ar_t;
+static int64_t want_ar(size_t i, void *arg)
+{
+    want_ar_t *w = arg;
+    return ar_expected(w->op, i, w->n);
+}
+
+typedef struct want_bg { int root; size_t per_rank; } want_bg_t;
+static int64_t want_bcast(size_t i, void *arg)
+{
+    return bg_input(i, ((want_bg_t *)arg)->root);
+}
+static int64_t want_gather(size_t i, void *arg)
+{
+    want_bg_t *w = arg;
+    return bg_input(i % w->per_rank, (int)(i / w->per_rank));
+}
+
+/* ---- one row --------------------------------------------------------- */
+
+typedef struct result {
+    double time_us; /* median or mean of per-iteration max over ranks */
+    int64_t wrong;  /* -1: not checked */
+    bool failed;
+} result_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Fill the input of this rank for one run. */
+static void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf,
+                 size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        int64_t v = o->coll == COLL_ALLREDUCE ? ar_input(op, i, g_rank, g_size)
+                                              : bg_input(i, g_rank);
+        store_int(t, buf, i, v);
+    }
+}
+
+/* -G: buffer k of @groups gets a share of @count proportional to
+ * 1 + k % 3, so neighbours differ in size (and some may be empty). */
+static rp_status_t run_group(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                             const void *send, void *recv, size_t count)
+{
+    const size_t n = (size_t)o->groups, es = rp_dtype_size(t);
+    const void **sends = calloc(n, sizeof(*sends));
+    void **recvs = calloc(n, sizeof(*recvs));
+    size_t *counts = calloc(n, sizeof(*counts));
+    size_t weight = 0, off = 0;
+    rp_status_t st = RP_ERR_NO_MEMORY;
+
+    if (sends != NULL && recvs != NULL && counts != NULL) {
+        for (size_t k = 0; k < n; k++) {
+            weight += 1 + k % 3;
+        }
+        for (size_t k = 0; k < n; k++) {
+            counts[k] = k == n - 1 ? count - off : count / weight * (1 + k % 3);
+            sends[k] = (const char *)send + off * es;
+            recvs[k] = (char *)recv + off * es;
+            off += counts[k];
+        }
+        st = rp_allreduce_group(g_ctx, (const void *const *)sends,
+                                (void *const *)recvs, counts, n, t, op);
+    }
+    free(sends);
+    free(recvs);
+    free(counts);
+    return st;
+}
+
+static rp_status_t run_once(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                            const void *send, void *recv, size_t count)
+{
+    switch (o->coll) {
+    case COLL_ALLREDUCE:
+        if (o->groups > 1) {
+            return run_group(o, t, op, send, recv, count);
+        }
+        return rp_allreduce(g_ctx, send, recv, count, t, op);
+    case COLL_BROADCAST:
+        return rp_broadcast(g_ctx, recv, count, t, o->root);
+    default:
+        return rp_allgather(g_ctx, send, recv, count, t);
+    }
+}
+
+/*
+ * @count: elements per rank (the buffer for allreduce and broadcast).
+ * pristine: this rank's input, kept intact; buf: the output (allgather:
+ * size * count elements).
+ */
+static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
+                    bool inplace, const void *pristine, void *buf,
+                    double *times, result_t *res)
+{
+    const size_t es = rp_dtype_size(t);
+    const size_t in_bytes = count * es;
+    const size_t out_bytes =
+        o->coll == COLL_ALLGATHER ? in_bytes * (size_t)g_size : in_bytes;
+    char *out = buf;
+    const void *send = pristine;
+    rp_status_t st = RP_OK;
+    int total = o->warmup + o->iters;
+
+    res->failed = false;
+    res->wrong = -1;
+    /* In place, the collective works on the output buffer: the input is
+     * copied into it before every iteration (untimed). Out of place, the
+     * input buffer is never written. Broadcast is always in place. */
+    if (o->coll == COLL_ALLGATHER && inplace) {
+        send = out + (size_t)g_rank * in_bytes;
+    } else if (o->coll == COLL_ALLREDUCE && inplace) {
+        send = out;
+    }
+    for (int it = 0; it < total; it++) {
+        double t0, t1;
+
+        if (o->check && it == total - 1) {
+            /* The output of earlier iterations is already right: poison it
+             * so that the checked iteration has to write every element. */
+            memset(out, 0xA5, out_bytes);
+        }
+        if (o->coll == COLL_BROADCAST) {
+            if (g_rank == o->root) {
+                memcpy(out, pristine, in_bytes);
+            }
+        } else if (inplace) {
+            memcpy((void *)(uintptr_t)send, pristine, in_bytes);
+        }
+        t0 = now_us();
+        st = run_once(o, t, op, send, out, count);
+        t1 = now_us();
+        if (st != RP_OK) {
+            fprintf(stderr, "ringpoint-bench: rank %d: %s failed: %s\n",
+                    g_rank, o->coll == COLL_ALLREDUCE ? "allreduce"
+                            : o->coll == COLL_BROADCAST ? "broadcast"
+                                                        : "allgather",
+                    rp_status_string(st));
+            res->failed = true;
+            return;
+        }
+        if (it >= o->warmup) {
+            times[it - o->warmup] = t1 - t0;
+        }
+    }
+    /* The collective ends when its slowest rank does. */
+    st = rp_allreduce(g_ctx, times, times, (size_t)o->iters, RP_DTYPE_FLOAT64,
+                      RP_OP_MAX);
+    if (st != RP_OK) {
+        res->failed = true;
+        return;
+    }
+    if (o->mean) {
+        double sum = 0;
+
+        for (int i = 0; i < o->iters; i++) {
+            sum += times[i];
+        }
+        res->time_us = sum / o->iters;
+    } else {
+        qsort(times, (size_t)o->iters, sizeof(*times), cmp_double);
+        res->time_us = o->iters % 2 ? times[o->iters / 2]
+                                    : 0.5 * (times[o->iters / 2 - 1] +
+                                             times[o->iters / 2]);
+    }
+    if (o->check) {
+        int64_t wrong;
+
+        if (o->coll == COLL_ALLREDUCE) {
+            want_ar_t w = {op, g_size};
+            wrong = (int64_t)count_wrong(t, out, count, want_ar, &w);
+        } else if (o->coll == COLL_BROADCAST) {
+            want_bg_t w = {o->root, count};
+            wrong = (int64_t)count_wrong(t, out, count, want_bcast, &w);
+        } else {
+            want_bg_t w = {0, count};
+            wrong = (int64_t)count_wrong(t, out, count * (size_t)g_size,
+                                         want_gather, &w);
+        }
+        st = rp_allreduce(g_ctx, &wrong, &res->wrong, 1, RP_DTYPE_INT64,
+                          RP_OP_SUM);
+        if (st != RP_OK) {
+            res->failed = true;
+        }
+    }
+}
+
+static double bus_factor(coll_t c, int n)
+{
+    switch (c) {
+    case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case COLL_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+static void print_result(const result_t *r, size_t bytes, double bf)
+{
+    double algbw = r->time_us > 0 ? (double)bytes / (r->time_us * 1e3) : 0;
+    char wrong[32];
+
+    if (r->wrong < 0) {
+        snprintf(wrong, sizeof(wrong), "N/A");
+    } else {
+        snprintf(wrong, sizeof(wrong), "%" PRId64, r->wrong);
+    }
+    printf("  %8.2f  %6.2f  %6.2f  %6s", r->time_us, algbw, algbw * bf, wrong);
+}
+
+int main(int argc, char **argv)
+{
+    rp_context_attr_t attr;
+    opts_t o;
+    rp_status_t st;
+    int rc, exit_status = 0;
+    double bw_sum = 0, bf;
+    int bw_rows = 0;
+    int64_t wrong_total = 0;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0) {
+        return rc == 1 ? 0 : rc;
+    }
+    st = rp_init(NULL, &g_ctx);
+    if (st != RP_OK) {
+        fprintf(stderr, "ringpoint-bench: rp_init: %s\n", rp_status_string(st));
+        return 2;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = RP_CONTEXT_ATTR_FIELD_RANK | RP_CONTEXT_ATTR_FIELD_SIZE |
+                      RP_CONTEXT_ATTR_FIELD_NODE_COUNT;
+    rp_context_query(g_ctx, &attr);
+    g_rank = attr.rank;
+    g_size = attr.size;
+    if (o.coll == COLL_BROADCAST && o.root >= g_size) {
+        if (g_rank == 0) {
+            fprintf(stderr, "ringpoint-bench: root %d is not a rank (0..%d)\n",
+                    o.root, g_size - 1);
+        }
+        rp_finalize(g_ctx);
+        return 64;
+    }
+    bf = bus_factor(o.coll, g_size);
+
+    if (g_rank == 0) {
+        const char *cname = o.coll == COLL_ALLREDUCE ? "allreduce"
+                            : o.coll == COLL_BROADCAST ? "broadcast"
+                                                       : "allgather";
+        printf("# ringpoint-bench %s: %s, %d ranks on %d nodes, minBytes %zu "
+               "maxBytes %zu step %g iters %d warmup %d check %d%s\n",
+               PACKAGE_VERSION, cname, g_size, attr.node_count, o.min_bytes,
+               o.max_bytes, o.factor, o.iters, o.warmup, o.check ? 1 : 0,
+               o.groups > 1 && o.coll == COLL_ALLREDUCE ? " grouped" : "");
+        if (o.groups > 1 && o.coll == COLL_ALLREDUCE) {
+            printf("# each row: %d buffers in one rp_allreduce_group\n", o.groups);
+        }
+        printf("# time: %s over iterations of the slowest rank's time, in us\n",
+               o.mean ? "mean" : "median");
+        printf("#\n");
+        printf("#                                                      "
+               "  out-of-place                      in-place\n");
+        printf("#        size         count      type   redop    root"
+               "      time   algbw   busbw #wrong      time   algbw   busbw #wrong\n");
+        printf("#         (B)    (elements)                          "
+               "      (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n");
+    }
+
+    for (int ti = 0; ti < (o.all_types ? N_PRINTED_TYPES : 1); ti++) {
+        rp_dtype_t t = o.all_types ? g_types[ti].t : o.dtype;
+        size_t es = rp_dtype_size(t);
+        bool rooted = o.coll == COLL_BROADCAST;
+        int nops = o.coll == COLL_ALLREDUCE && o.all_ops ? RP_OP_COUNT : 1;
+
+        for (int oi = 0; oi < nops; oi++) {
+            rp_op_t op = o.all_ops ? (rp_op_t)oi : o.op;
+            size_t last = (size_t)-1;
+
+            for (double sz = (double)o.min_bytes; sz <= (double)o.max_bytes;
+                 sz *= o.factor) {
+                /* Whole elements, and for allgather whole blocks per rank. */
+                size_t unit = es * (o.coll == COLL_ALLGATHER ? (size_t)g_size : 1);
+                size_t bytes = (size_t)sz / unit * unit;
+                size_t count = bytes / es; /* printed: whole buffer */
+                size_t per_rank = o.coll == COLL_ALLGATHER ? count / (size_t)g_size
+                                                           : count;
+                size_t out_bytes = bytes;
+                result_t res[2];
+                void *pristine = NULL, *buf = NULL;
+                double *times;
+
+                if (bytes == last) {
+                    continue;
+                }
+                last = bytes;
+                times = calloc((size_t)o.iters, sizeof(*times));
+                /* Page-aligned, like framework tensors, and touched before
+                 * timing so first-touch faults stay out of the figures. */
+                if (times == NULL ||
+                    posix_memalign(&pristine, 4096, per_rank * es + 64) != 0 ||
+                    posix_memalign(&buf, 4096, out_bytes + 64) != 0) {
+                    fprintf(stderr, "ringpoint-bench: out of memory at %zu B\n",
+                            bytes);
+                    exit_status = 2;
+                    free(times);
+                    free(pristine);
+                    goto out;
+                }
+                memset(buf, 0, out_bytes + 64);
+                fill(&o, t, op, pristine, per_rank);
+                for (int ip = 0; ip < 2; ip++) {
+                    run_row(&o, t, op, per_rank, ip == 1, pristine, buf,
+                            times, &res[ip]);
+                    if (res[ip].failed) {
+                        exit_status = 2;
+                        free(times);
+                        free(pristine);
+                        free(buf);
+                        goto out;
+                    }
+                    if (res[ip].wrong > 0) {
+                        wrong_total += res[ip].wrong;
+                    }
+                }
+                if (g_rank == 0) {
+                    printf("%13zu  %12zu  %8s  %6s  %6d", bytes, count,
+                           type_name(t),
+                           o.coll == COLL_ALLREDUCE ? op_names[op] : "none",
+                           rooted ? o.root : -1);
+                    print_result(&res[0], bytes, bf);
+                    print_result(&res[1], bytes, bf);
+                    printf("\n");
+                }
+                if (res[1].time_us > 0) {
+                    bw_sum += (double)bytes / (res[1].time_us * 1e3) * bf;
+                    bw_rows++;
+                }
+                free(times);
+                free(pristine);
+                free(buf);
+                if (sz == 0) {
+                    sz = 1.0 / o.factor; /* 0 then 1, 2, ... */
+                }
+            }
+        }
+    }
+    if (g_rank == 0) {
+        printf("# Out of bounds values : %" PRId64 " %s\n", wrong_total,
+               wrong_total == 0 ? "OK" : "FAILED");
+        printf("# Avg bus bandwidth    : %g\n", bw_rows ? bw_sum / bw_rows : 0.0);
+        printf("#\n");
+    }
+    if (wrong_total > 0 && exit_status == 0) {
+        exit_status = 1;
+    }
+out:
+    rp_finalize(g_ctx);
+    return exit_status;
+}

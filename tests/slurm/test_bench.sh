@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# ringpoint-bench on the real local cluster and under mpirun: every
+# collective, every dtype and op, sizes from 0 up through the pipelined
+# range, checked exactly (#wrong must be 0 and the exit status 0); and the
+# MPI and gloo companions print the same table when they are installed.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+export LIBEXEC=$RP_PREFIX/libexec/ringpoint
+
+# bench_ok OUTPUT: a table with rows and nothing wrong.
+bench_ok() {
+    echo "$1"
+    assert_contains "$1" "# Out of bounds values : 0 OK"
+    assert_contains "$1" "#wrong"
+}
+
+test_bench_allreduce_all_types_and_ops() {
+    local out
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench allreduce -b 0 -e 300K -f 7 \
+        -n 3 -w 1 -d all -o all 2>&1) || fail "ringpoint-bench exited $?"
+    bench_ok "$out"
+    # 7 types x 5 ops x 6-8 distinct sizes
+    [ "$(echo "$out" | grep -c '^ *[0-9]')" -ge 150 ] || fail "rows missing"
+}
+
+# Grouped allreduce: 1 to 37 buffers of unequal sizes (some empty), in and
+# out of place, every type and op; large enough that packs split at 64 MiB.
+test_bench_grouped_allreduce() {
+    local out
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench allreduce -G 37 -b 0 -e 1M \
+        -f 9 -n 2 -w 1 -d all -o all 2>&1) || fail "grouped bench exited $?"
+    bench_ok "$out"
+    out=$(srun --mpi=pmix -N2 -n2 ringpoint-bench allreduce -G 8 -b 300M -e 300M \
+        -n 1 -w 0 -d float -o sum 2>&1) || fail "grouped bench (large) exited $?"
+    bench_ok "$out"
+}
+
+test_bench_broadcast_and_allgather() {
+    local out
+    out=$(srun --mpi=pmix -N2 -n4 ringpoint-bench broadcast -r 3 -b 1 -e 1M \
+        -f 13 -n 3 -w 1 -d all 2>&1) || fail "broadcast bench exited $?"
+    bench_ok "$out"
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench -C allgather -b 3 -e 1M \
+        -f 13 -n 3 -w 1 -d all 2>&1) || fail "allgather bench exited $?"
+    bench_ok "$out"
+}
+
+test_bench_mpirun_and_companions() {
+    local out
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+        ringpoint-bench -b 4 -e 4M -f 16 -n 5 -w 1 2>&1) || fail "under mpirun: $?"
+    bench_ok "$out"
+    if [ -x "$LIBEXEC/mpi-allreduce-bench" ]; then
+        out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+            "$LIBEXEC/mpi-allreduce-bench" -b 4 -e 4M -f 16 -n 5 -w 1 2>&1) ||
+            fail "mpi-allreduce-bench exited $?"
+        bench_ok "$out"
+    fi
+    if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+        out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
+            -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$(( 29000 + RANDOM % 500 )) \
+            /usr/bin/python3 "$LIBEXEC/gloo_allreduce.py" -b 4 -e 1M -f 16 -n 3 -w 1 2>&1) ||
+            fail "gloo_allreduce.py exited $?"
+        bench_ok "$out"
+    else
+        echo "gloo companion skipped: /usr/bin/python3 has no torch (apt-get install python3-torch)"
+    fi
+}
+
+test_bench_rejects_bad_arguments() {
+    local rc=0
+    ringpoint-bench -o nosuchop >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for a bad op"
+    rc=0
+    ringpoint-bench frobnicate >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for a bad collective"
+}
+
+run_all
