@@ -14,7 +14,6 @@ steps=${RP_DEMO_STEPS:-600}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
-jobstate() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 
 step "build and install"
 "$top/scripts/build.sh" "$top/build"
@@ -57,9 +56,6 @@ echo "submitted job $jid"
 wait_running() { # until training is under way in restart $2
     for _ in $(seq 600); do
         [ "$(grep -c '^starting fresh\|^resumed from' run2.out 2>/dev/null)" -gt "$1" ] && break
-        # a requeued job may start as soon as its nodes are free
-        [ "$(jobstate "$jid")" = PENDING ] &&
-            scontrol update jobid="$jid" starttime=now >/dev/null 2>&1 || true
         sleep 0.2
     done
     sleep 4
@@ -74,8 +70,6 @@ show scontrol requeue "$jid"
 wait_running 2
 step "let it finish"
 while [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ]; do
-    [ "$(jobstate "$jid")" = PENDING ] &&
-        scontrol update jobid="$jid" starttime=now >/dev/null 2>&1 || true
     sleep 1
 done
 show cat run2.out

@@ -105,7 +105,9 @@ fi
 # ---- 3. the real local cluster and the integration tests
 say "local Slurm cluster"
 trap '"$top/scripts/cluster.sh" down >/dev/null 2>&1 || true' EXIT
-if "$top/scripts/cluster.sh" up -n 2 -p "$RP_PLUGIN"; then
+# Requeued jobs wait cred_expire seconds before they may start again: the
+# smallest value Slurm accepts keeps the preemption tests short.
+if RP_CLUSTER_CRED_EXPIRE=5 "$top/scripts/cluster.sh" up -n 2 -p "$RP_PLUGIN"; then
     record pass cluster-up
     eval "$("$top/scripts/cluster.sh" env)"
     for f in "$top"/tests/slurm/test_*.sh; do
