@@ -111,6 +111,27 @@ test_train_signal_on_one_rank_stops_all() {
     done
 }
 
+test_train_sigterm_under_mpirun_without_slurm() {
+    local ref dir out rc=0
+    ref=$(reference)
+    dir=$RP_WORK/mpirun.$$
+    rm -rf "$dir"
+    signal_one_rank TERM 1 &
+    out=$(env -u SLURM_CONF RINGPOINT_CKPT_DIR="$dir" mpirun --allow-run-as-root \
+        --oversubscribe -np 3 -x RINGPOINT_CKPT_DIR \
+        ringpoint-example-train $TRAIN_ARGS --step-delay-ms 20 2>&1) || rc=$?
+    wait
+    echo "$out"
+    [ "$rc" -ne 0 ] || fail "mpirun exited 0 although the job was stopped"
+    assert_contains "$out" "(SIGTERM): checkpoint committed"
+    out=$(env -u SLURM_CONF RINGPOINT_CKPT_DIR="$dir" mpirun --allow-run-as-root \
+        --oversubscribe -np 3 -x RINGPOINT_CKPT_DIR ringpoint-example-train $TRAIN_ARGS)
+    echo "$out"
+    assert_contains "$out" "resumed from step"
+    # Same world size, same digest, whichever launcher started the ranks.
+    assert_eq "$(digest_of "$out")" "$ref" "digest after SIGTERM under mpirun"
+}
+
 test_train_help_and_bad_arguments() {
     local out
     out=$(ringpoint-example-train --help)
