@@ -30,6 +30,8 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
 	runtime/coll/barrier.c \
+	runtime/coll/progress.c \
+	runtime/coll/request.c runtime/coll/request.h \
 	runtime/reduce/dtype.c \
 	runtime/reduce/reduce.c runtime/reduce/reduce.h \
 	runtime/reduce/reduce_generic.c \

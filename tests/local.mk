@@ -101,7 +101,8 @@ EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
 pkglibexec_PROGRAMS = tests/slurm/ringpoint-coll-check
-tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c
+tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c \
+	tests/slurm/coll_check_nb.c tests/slurm/coll_check.h
 tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
 
 # The checkpoint engine's end-to-end program (tests/slurm/test_ckpt.sh).

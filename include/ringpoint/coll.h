@@ -5,7 +5,7 @@
  * Every rank of the job must call the same collectives in the same order
  * with matching arguments (the same count, dtype, op and root). Buffers are
  * host memory of any alignment. The calls block until this rank's part is
- * done.
+ * done; the rp_i* variants return at once and complete in the background.
  *
  * Results are deterministic: for a given world size and input, every rank
  * gets the same bits, and so does every run, whatever the timing. This is
@@ -34,6 +34,36 @@
  * UCX: when UCX_TLS confines the job to TCP (or the job spans nodes that
  * have no RDMA device), messages below 256 KiB go eagerly rather than by
  * rendezvous, unless UCX_RNDV_THRESH is set.
+ *
+ * Non-blocking collectives (rp_iallreduce, ...) start the operation and
+ * return a request at once; a progress thread of the library, started with
+ * the first one, carries them out in call order while the application
+ * computes, with no need to call in (it sleeps on the transport's event
+ * descriptor, costing no CPU while it waits). Complete each request with
+ * @ref rp_test or @ref rp_wait. Several may be outstanding; every rank must
+ * start the same collectives in the same order, blocking and non-blocking
+ * alike, exactly as for the blocking calls. A blocking collective called
+ * while non-blocking ones are outstanding waits for them first (it comes
+ * after them, in call order). Their results are bit-identical to the
+ * blocking calls'. Until a request completes, its input buffers must not
+ * be modified and its outputs not read. Call the collectives of one
+ * context from one thread at a time. RINGPOINT_COLL_PROGRESS_SPIN_US: how
+ * long the progress thread polls before sleeping on the transport
+ * (default 0: it shares the cores with the application's computation).
+ *
+ * Compression (Horovod's, or PyTorch's fp16/bf16 compression hooks):
+ * float32 data of a grouped allreduce may travel as float16 or bfloat16,
+ * halving the bytes on the wire; see @ref rp_allreduce_opts_t. Off unless
+ * asked for per call or by RINGPOINT_COMPRESSION = `none` (default),
+ * `fp16` or `bf16`, which applies to float32 grouped allreduces whose
+ * options leave it at RP_COMPRESSION_DEFAULT. Tolerance: each rank's value
+ * is rounded to the wire format and every partial sum is rounded again, so
+ * for SUM with n ranks |result - exact| <= (n + 1) * u * sum_i |x_i| (AVG:
+ * the same divided by n), where u = 2^-11 for fp16 and 2^-8 for bf16, plus
+ * for fp16 an absolute n * 2^-24 from its subnormal range; fp16 overflows
+ * to infinity beyond +-65504 (AVG divides each value by n before sending,
+ * as PyTorch's hook does, so its partial sums stay in range). Results stay
+ * bit-identical on every rank and run to run.
  */
 #ifndef RINGPOINT_COLL_H
 #define RINGPOINT_COLL_H
@@ -47,6 +77,28 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** @brief A non-blocking collective in flight; see @ref rp_test. */
+typedef struct rp_request *rp_request_h;
+
+/** @brief How float32 data of a grouped allreduce travels. */
+typedef enum rp_compression {
+    RP_COMPRESSION_DEFAULT = 0, /**< RINGPOINT_COMPRESSION, else none. */
+    RP_COMPRESSION_NONE    = 1, /**< As float32, results exact as ever. */
+    RP_COMPRESSION_FP16    = 2, /**< As float16 (11-bit significand). */
+    RP_COMPRESSION_BF16    = 3, /**< As bfloat16 (float32's range, 8 bits). */
+} rp_compression_t;
+
+/**
+ * @brief Options of a grouped allreduce; zero-initialise, then set what
+ *        you need (zero means the default for every field).
+ */
+typedef struct rp_allreduce_opts {
+    /** Wire format for float32 data. Asking for FP16 or BF16 with another
+     *  dtype is an error; the environment's default applies to float32
+     *  only. */
+    rp_compression_t compression;
+} rp_allreduce_opts_t;
 
 /**
  * @brief Combine @p count elements from every rank with @p op and give the
@@ -103,6 +155,20 @@ RP_API rp_status_t rp_allreduce_group(rp_context_h ctx,
                                       rp_dtype_t dtype, rp_op_t op);
 
 /**
+ * @brief @ref rp_allreduce_group with options (compression).
+ *
+ * @param opts  NULL for the defaults, as @ref rp_allreduce_group.
+ * @return As @ref rp_allreduce; RP_ERR_INVALID_ARG also for compression
+ *         asked for with a dtype other than float32.
+ */
+RP_API rp_status_t rp_allreduce_group_opts(rp_context_h ctx,
+                                           const void *const *sendbufs,
+                                           void *const *recvbufs,
+                                           const size_t *counts, size_t nbufs,
+                                           rp_dtype_t dtype, rp_op_t op,
+                                           const rp_allreduce_opts_t *opts);
+
+/**
  * @brief Copy @p count elements from rank @p root's @p buf into @p buf on
  *        every other rank.
  *
@@ -137,6 +203,79 @@ RP_API rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf,
  * @return As @ref rp_allreduce.
  */
 RP_API rp_status_t rp_barrier(rp_context_h ctx);
+
+/**
+ * @brief Start @ref rp_allreduce; complete it with @ref rp_test or
+ *        @ref rp_wait.
+ *
+ * The arguments are checked now (a bad one returns an error and no
+ * request); the collective runs in the background, after the collectives
+ * started before it.
+ *
+ * @param req  Receives the request (NULL after an error).
+ * @return RP_OK once started; RP_ERR_INVALID_ARG; RP_ERR_NO_MEMORY. The
+ *         collective's own outcome comes from @ref rp_test or
+ *         @ref rp_wait.
+ */
+RP_API rp_status_t rp_iallreduce(rp_context_h ctx, const void *sendbuf,
+                                 void *recvbuf, size_t count, rp_dtype_t dtype,
+                                 rp_op_t op, rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_allreduce_group_opts. The arrays are copied: they
+ *        may be reused at once; the buffers they point to may not.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_iallreduce_group(rp_context_h ctx,
+                                       const void *const *sendbufs,
+                                       void *const *recvbufs,
+                                       const size_t *counts, size_t nbufs,
+                                       rp_dtype_t dtype, rp_op_t op,
+                                       const rp_allreduce_opts_t *opts,
+                                       rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_broadcast.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ibroadcast(rp_context_h ctx, void *buf, size_t count,
+                                 rp_dtype_t dtype, int root, rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_allgather.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_iallgather(rp_context_h ctx, const void *sendbuf,
+                                 void *recvbuf, size_t count, rp_dtype_t dtype,
+                                 rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_barrier: the request completes once every rank has
+ *        started it.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req);
+
+/**
+ * @brief Has the request completed? Never blocks.
+ *
+ * When it has, @p *done is set to 1, the request is freed and @p *req set
+ * to NULL, and the collective's status is returned; otherwise @p *done is
+ * 0 and RP_OK returned. A NULL @p *req counts as complete.
+ *
+ * @param req   The request, from a start call.
+ * @param done  Set to 1 when complete, 0 when not.
+ * @return RP_OK, or the collective's error (as @ref rp_allreduce's);
+ *         RP_ERR_INVALID_ARG for a NULL pointer.
+ */
+RP_API rp_status_t rp_test(rp_request_h *req, int *done);
+
+/**
+ * @brief Wait until the request completes, free it and set @p *req to
+ *        NULL. A NULL @p *req returns RP_OK at once.
+ * @return As @ref rp_test.
+ */
+RP_API rp_status_t rp_wait(rp_request_h *req);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@
  * beyond the largest power of two first hand their data to rank - p2,
  * which folds it in (its own value first), and get the result back at the
  * end. float16/bfloat16 are carried and combined as float32 and rounded
- * once, identically on every rank.
+ * once, identically on every rank (with half_wire, as themselves: each
+ * exchange's result rounded, still the same expression on both sides).
  */
 #include "config.h"
 
@@ -64,11 +65,12 @@ static rp_status_t rp_exchange(rp_comm_t *c, rp_treq_t *reqs, int peer,
 }
 
 rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
-                             size_t count, rp_dtype_t dtype, rp_op_t op)
+                             size_t count, rp_dtype_t dtype, rp_op_t op,
+                             bool half_wire)
 {
     const int n = c->size, r = c->rank;
     const int p2 = rp__pow2_floor(n), rem = n - p2;
-    const bool half = rp__dtype_is_half(dtype);
+    const bool half = rp__dtype_is_half(dtype) && !half_wire;
     const rp_dtype_t wtype = half ? RP_DTYPE_FLOAT32 : dtype;
     const size_t es = rp_dtype_size(dtype), wes = rp_dtype_size(wtype);
     const size_t wbytes = count * wes;

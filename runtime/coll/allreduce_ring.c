@@ -18,7 +18,8 @@
  * out of place they land in the output itself, in place in a few scratch
  * slots (the input must survive until folded in). float16/bfloat16
  * partials travel as float32 in the work buffer and are rounded once, by
- * the block's owner.
+ * the block's owner; with half_wire (compression) they travel as they are,
+ * each hop's sum computed in float32 and rounded, like any other type.
  */
 #include "config.h"
 
@@ -96,11 +97,11 @@ static size_t rp_ring_units(const rp_ring_t *ring)
 
 rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op)
+                               rp_op_t op, bool half_wire)
 {
     const int n = c->size, r = c->rank;
     const int left = rp__mod(r - 1, n), right = rp__mod(r + 1, n);
-    const bool half = rp__dtype_is_half(dtype);
+    const bool half = rp__dtype_is_half(dtype) && !half_wire;
     const rp_dtype_t wtype = half ? RP_DTYPE_FLOAT32 : dtype;
     const size_t es = rp_dtype_size(dtype), wes = rp_dtype_size(wtype);
     const rp_op_t rop = op == RP_OP_AVG ? RP_OP_SUM : op;
@@ -220,10 +221,10 @@ rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
                 if (op == RP_OP_AVG) {
                     rp__reduce_scale(wtype, acc, u.len, n);
                 }
-                if (dtype == RP_DTYPE_FLOAT16) {
+                if (half && dtype == RP_DTYPE_FLOAT16) {
                     rp__f32_to_f16((uint16_t *)(out + u.off * es),
                                    (const float *)acc, u.len);
-                } else if (dtype == RP_DTYPE_BFLOAT16) {
+                } else if (half) {
                     rp__f32_to_bf16((uint16_t *)(out + u.off * es),
                                     (const float *)acc, u.len);
                 }

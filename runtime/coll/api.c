@@ -1,10 +1,13 @@
 /*
- * The public collectives: argument checks, then the communicator.
+ * The public collectives: argument checks, then the communicator; the
+ * blocking calls run on the caller's thread (after any non-blocking ones
+ * still outstanding), the rp_i* ones are queued (progress.c).
  */
 #include "config.h"
 
 #include "ringpoint/coll.h"
 #include "coll/comm.h"
+#include "coll/request.h"
 #include "core/context.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
@@ -33,108 +36,267 @@ static rp_status_t rp_check(const char *what, rp_context_h ctx,
     return RP_OK;
 }
 
-rp_status_t rp_allreduce(rp_context_h ctx, const void *sendbuf, void *recvbuf,
-                         size_t count, rp_dtype_t dtype, rp_op_t op)
+/* A blocking collective: after the non-blocking ones still outstanding. */
+static rp_status_t rp_blocking(rp_context_h ctx, const rp__coll_args_t *a)
 {
-    rp_status_t status = rp_check("rp_allreduce", ctx, dtype);
+    rp__comm_sync(ctx->comm);
+    return rp__coll_run(ctx->comm, a);
+}
+
+/* A non-blocking one: @status is its argument check's. */
+static rp_status_t rp_start(const char *what, rp_context_h ctx,
+                            const rp__coll_args_t *a, rp_status_t status,
+                            rp_request_h *req)
+{
+    if (req == NULL) {
+        rp_error("%s: req is NULL", what);
+        return RP_ERR_INVALID_ARG;
+    }
+    *req = NULL;
+    if (status != RP_OK) {
+        return status;
+    }
+    return rp__coll_start(ctx->comm, a, req);
+}
+
+static rp_status_t rp_allreduce_args(const char *what, rp_context_h ctx,
+                                     const void *sendbuf, void *recvbuf,
+                                     size_t count, rp_dtype_t dtype,
+                                     rp_op_t op, rp__coll_args_t *a)
+{
+    rp_status_t status = rp_check(what, ctx, dtype);
     size_t bytes;
 
     if (status != RP_OK) {
         return status;
     }
     if (!rp__reduce_supported(dtype, op)) {
-        rp_error("rp_allreduce: invalid op %d", (int)op);
+        rp_error("%s: invalid op %d", what, (int)op);
         return RP_ERR_INVALID_ARG;
     }
     bytes = count * rp_dtype_size(dtype);
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL)) {
-        rp_error("rp_allreduce: NULL buffer with count %zu", count);
+        rp_error("%s: NULL buffer with count %zu", what, count);
         return RP_ERR_INVALID_ARG;
     }
     if (bytes / rp_dtype_size(dtype) != count) {
-        rp_error("rp_allreduce: count %zu overflows", count);
+        rp_error("%s: count %zu overflows", what, count);
         return RP_ERR_INVALID_ARG;
     }
     if (sendbuf != recvbuf && rp_overlap(sendbuf, bytes, recvbuf, bytes)) {
-        rp_error("rp_allreduce: sendbuf and recvbuf overlap without being "
-                 "equal");
+        rp_error("%s: sendbuf and recvbuf overlap without being equal", what);
         return RP_ERR_INVALID_ARG;
     }
-    return rp__comm_allreduce(ctx->comm, sendbuf, recvbuf, count, dtype, op);
+    *a = (rp__coll_args_t){.kind = RP__COLL_ALLREDUCE, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .count = count, .dtype = dtype,
+                           .op = op, .compression = RP_COMPRESSION_NONE};
+    return RP_OK;
 }
 
-rp_status_t rp_allreduce_group(rp_context_h ctx, const void *const *sendbufs,
-                               void *const *recvbufs, const size_t *counts,
-                               size_t nbufs, rp_dtype_t dtype, rp_op_t op)
+rp_status_t rp_allreduce(rp_context_h ctx, const void *sendbuf, void *recvbuf,
+                         size_t count, rp_dtype_t dtype, rp_op_t op)
 {
-    rp_status_t status = rp_check("rp_allreduce_group", ctx, dtype);
-    const size_t es = rp_dtype_size(dtype);
+    rp__coll_args_t a;
+    rp_status_t status = rp_allreduce_args("rp_allreduce", ctx, sendbuf,
+                                           recvbuf, count, dtype, op, &a);
 
     if (status != RP_OK) {
         return status;
     }
-    if (!rp__reduce_supported(dtype, op)) {
-        rp_error("rp_allreduce_group: invalid op %d", (int)op);
+    return rp_blocking(ctx, &a);
+}
+
+rp_status_t rp_iallreduce(rp_context_h ctx, const void *sendbuf,
+                          void *recvbuf, size_t count, rp_dtype_t dtype,
+                          rp_op_t op, rp_request_h *req)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_allreduce_args("rp_iallreduce", ctx, sendbuf,
+                                           recvbuf, count, dtype, op, &a);
+
+    return rp_start("rp_iallreduce", ctx, &a, status, req);
+}
+
+/* The wire format a grouped allreduce asked for, resolved against the
+ * environment's default. */
+static rp_status_t rp_compression(const char *what, rp_context_h ctx,
+                                  rp_dtype_t dtype,
+                                  const rp_allreduce_opts_t *opts,
+                                  rp_compression_t *comp_p)
+{
+    rp_compression_t comp = opts != NULL ? opts->compression
+                                         : RP_COMPRESSION_DEFAULT;
+
+    if ((unsigned)comp > (unsigned)RP_COMPRESSION_BF16) {
+        rp_error("%s: invalid compression %d", what, (int)comp);
         return RP_ERR_INVALID_ARG;
     }
+    if (comp == RP_COMPRESSION_DEFAULT) {
+        /* The environment's choice is for gradients: float32 only. */
+        comp = dtype == RP_DTYPE_FLOAT32 ? ctx->comm->compression
+                                         : RP_COMPRESSION_NONE;
+    } else if (comp != RP_COMPRESSION_NONE && dtype != RP_DTYPE_FLOAT32) {
+        rp_error("%s: compression applies to float32 data only (dtype %d)",
+                 what, (int)dtype);
+        return RP_ERR_INVALID_ARG;
+    }
+    *comp_p = comp;
+    return RP_OK;
+}
+
+static rp_status_t rp_group_args(const char *what, rp_context_h ctx,
+                                 const void *const *sendbufs,
+                                 void *const *recvbufs, const size_t *counts,
+                                 size_t nbufs, rp_dtype_t dtype, rp_op_t op,
+                                 const rp_allreduce_opts_t *opts,
+                                 rp__coll_args_t *a)
+{
+    rp_status_t status = rp_check(what, ctx, dtype);
+    rp_compression_t comp;
+    size_t es;
+
+    if (status != RP_OK) {
+        return status;
+    }
+    es = rp_dtype_size(dtype);
+    if (!rp__reduce_supported(dtype, op)) {
+        rp_error("%s: invalid op %d", what, (int)op);
+        return RP_ERR_INVALID_ARG;
+    }
+    status = rp_compression(what, ctx, dtype, opts, &comp);
+    if (status != RP_OK) {
+        return status;
+    }
     if (nbufs > 0 && (sendbufs == NULL || recvbufs == NULL || counts == NULL)) {
-        rp_error("rp_allreduce_group: NULL array with %zu buffers", nbufs);
+        rp_error("%s: NULL array with %zu buffers", what, nbufs);
         return RP_ERR_INVALID_ARG;
     }
     for (size_t i = 0; i < nbufs; i++) {
         size_t bytes = counts[i] * es;
 
         if (counts[i] > 0 && (sendbufs[i] == NULL || recvbufs[i] == NULL)) {
-            rp_error("rp_allreduce_group: buffer %zu is NULL with count %zu",
-                     i, counts[i]);
+            rp_error("%s: buffer %zu is NULL with count %zu", what, i,
+                     counts[i]);
             return RP_ERR_INVALID_ARG;
         }
         if (bytes / es != counts[i]) {
-            rp_error("rp_allreduce_group: count %zu of buffer %zu overflows",
-                     counts[i], i);
+            rp_error("%s: count %zu of buffer %zu overflows", what, counts[i],
+                     i);
             return RP_ERR_INVALID_ARG;
         }
         if (sendbufs[i] != recvbufs[i] &&
             rp_overlap(sendbufs[i], bytes, recvbufs[i], bytes)) {
-            rp_error("rp_allreduce_group: sendbuf and recvbuf %zu overlap "
-                     "without being equal", i);
+            rp_error("%s: sendbuf and recvbuf %zu overlap without being equal",
+                     what, i);
             return RP_ERR_INVALID_ARG;
         }
     }
-    return rp__comm_allreduce_group(ctx->comm, sendbufs, recvbufs, counts,
-                                    nbufs, dtype, op);
+    *a = (rp__coll_args_t){.kind = RP__COLL_ALLREDUCE_GROUP,
+                           .sendbufs = sendbufs, .recvbufs = recvbufs,
+                           .counts = counts, .nbufs = nbufs, .dtype = dtype,
+                           .op = op, .compression = comp};
+    return RP_OK;
 }
 
-rp_status_t rp_broadcast(rp_context_h ctx, void *buf, size_t count,
-                         rp_dtype_t dtype, int root)
+rp_status_t rp_allreduce_group(rp_context_h ctx, const void *const *sendbufs,
+                               void *const *recvbufs, const size_t *counts,
+                               size_t nbufs, rp_dtype_t dtype, rp_op_t op)
 {
-    rp_status_t status = rp_check("rp_broadcast", ctx, dtype);
+    return rp_allreduce_group_opts(ctx, sendbufs, recvbufs, counts, nbufs,
+                                   dtype, op, NULL);
+}
+
+rp_status_t rp_allreduce_group_opts(rp_context_h ctx,
+                                    const void *const *sendbufs,
+                                    void *const *recvbufs,
+                                    const size_t *counts, size_t nbufs,
+                                    rp_dtype_t dtype, rp_op_t op,
+                                    const rp_allreduce_opts_t *opts)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_group_args("rp_allreduce_group", ctx, sendbufs,
+                                       recvbufs, counts, nbufs, dtype, op,
+                                       opts, &a);
+
+    if (status != RP_OK) {
+        return status;
+    }
+    return rp_blocking(ctx, &a);
+}
+
+rp_status_t rp_iallreduce_group(rp_context_h ctx, const void *const *sendbufs,
+                                void *const *recvbufs, const size_t *counts,
+                                size_t nbufs, rp_dtype_t dtype, rp_op_t op,
+                                const rp_allreduce_opts_t *opts,
+                                rp_request_h *req)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_group_args("rp_iallreduce_group", ctx, sendbufs,
+                                       recvbufs, counts, nbufs, dtype, op,
+                                       opts, &a);
+
+    return rp_start("rp_iallreduce_group", ctx, &a, status, req);
+}
+
+static rp_status_t rp_broadcast_args(const char *what, rp_context_h ctx,
+                                     void *buf, size_t count,
+                                     rp_dtype_t dtype, int root,
+                                     rp__coll_args_t *a)
+{
+    rp_status_t status = rp_check(what, ctx, dtype);
     size_t bytes;
 
     if (status != RP_OK) {
         return status;
     }
     if (root < 0 || root >= ctx->comm->size) {
-        rp_error("rp_broadcast: root %d is not a rank (0..%d)", root,
+        rp_error("%s: root %d is not a rank (0..%d)", what, root,
                  ctx->comm->size - 1);
         return RP_ERR_INVALID_ARG;
     }
     bytes = count * rp_dtype_size(dtype);
     if (count > 0 && buf == NULL) {
-        rp_error("rp_broadcast: NULL buffer with count %zu", count);
+        rp_error("%s: NULL buffer with count %zu", what, count);
         return RP_ERR_INVALID_ARG;
     }
     if (bytes / rp_dtype_size(dtype) != count) {
-        rp_error("rp_broadcast: count %zu overflows", count);
+        rp_error("%s: count %zu overflows", what, count);
         return RP_ERR_INVALID_ARG;
     }
-    return rp__comm_broadcast(ctx->comm, buf, bytes, root);
+    *a = (rp__coll_args_t){.kind = RP__COLL_BROADCAST, .recvbuf = buf,
+                           .count = bytes, .dtype = dtype, .root = root};
+    return RP_OK;
 }
 
-rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf, void *recvbuf,
-                         size_t count, rp_dtype_t dtype)
+rp_status_t rp_broadcast(rp_context_h ctx, void *buf, size_t count,
+                         rp_dtype_t dtype, int root)
 {
-    rp_status_t status = rp_check("rp_allgather", ctx, dtype);
+    rp__coll_args_t a;
+    rp_status_t status = rp_broadcast_args("rp_broadcast", ctx, buf, count,
+                                           dtype, root, &a);
+
+    if (status != RP_OK) {
+        return status;
+    }
+    return rp_blocking(ctx, &a);
+}
+
+rp_status_t rp_ibroadcast(rp_context_h ctx, void *buf, size_t count,
+                          rp_dtype_t dtype, int root, rp_request_h *req)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_broadcast_args("rp_ibroadcast", ctx, buf, count,
+                                           dtype, root, &a);
+
+    return rp_start("rp_ibroadcast", ctx, &a, status, req);
+}
+
+static rp_status_t rp_allgather_args(const char *what, rp_context_h ctx,
+                                     const void *sendbuf, void *recvbuf,
+                                     size_t count, rp_dtype_t dtype,
+                                     rp__coll_args_t *a)
+{
+    rp_status_t status = rp_check(what, ctx, dtype);
     size_t bytes;
     const char *mine;
 
@@ -143,13 +305,13 @@ rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf, void *recvbuf,
     }
     bytes = count * rp_dtype_size(dtype);
     if (count > 0 && (sendbuf == NULL || recvbuf == NULL)) {
-        rp_error("rp_allgather: NULL buffer with count %zu", count);
+        rp_error("%s: NULL buffer with count %zu", what, count);
         return RP_ERR_INVALID_ARG;
     }
     if (bytes / rp_dtype_size(dtype) != count ||
         (ctx->comm->size > 0 && bytes * (size_t)ctx->comm->size /
                                         (size_t)ctx->comm->size != bytes)) {
-        rp_error("rp_allgather: count %zu overflows", count);
+        rp_error("%s: count %zu overflows", what, count);
         return RP_ERR_INVALID_ARG;
     }
     mine = (const char *)recvbuf + (size_t)ctx->comm->rank * bytes;
@@ -158,18 +320,64 @@ rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf, void *recvbuf,
                     (size_t)ctx->comm->rank * bytes) ||
          rp_overlap(sendbuf, bytes, mine + bytes,
                     (size_t)(ctx->comm->size - ctx->comm->rank - 1) * bytes))) {
-        rp_error("rp_allgather: sendbuf overlaps another rank's part of "
-                 "recvbuf");
+        rp_error("%s: sendbuf overlaps another rank's part of recvbuf", what);
         return RP_ERR_INVALID_ARG;
     }
-    return rp__comm_allgather(ctx->comm, sendbuf, recvbuf, bytes);
+    *a = (rp__coll_args_t){.kind = RP__COLL_ALLGATHER, .sendbuf = sendbuf,
+                           .recvbuf = recvbuf, .count = bytes, .dtype = dtype};
+    return RP_OK;
+}
+
+rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf, void *recvbuf,
+                         size_t count, rp_dtype_t dtype)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_allgather_args("rp_allgather", ctx, sendbuf,
+                                           recvbuf, count, dtype, &a);
+
+    if (status != RP_OK) {
+        return status;
+    }
+    return rp_blocking(ctx, &a);
+}
+
+rp_status_t rp_iallgather(rp_context_h ctx, const void *sendbuf,
+                          void *recvbuf, size_t count, rp_dtype_t dtype,
+                          rp_request_h *req)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_allgather_args("rp_iallgather", ctx, sendbuf,
+                                           recvbuf, count, dtype, &a);
+
+    return rp_start("rp_iallgather", ctx, &a, status, req);
+}
+
+static rp_status_t rp_barrier_args(const char *what, rp_context_h ctx,
+                                   rp__coll_args_t *a)
+{
+    if (ctx == NULL) {
+        rp_error("%s: ctx is NULL", what);
+        return RP_ERR_INVALID_ARG;
+    }
+    *a = (rp__coll_args_t){.kind = RP__COLL_BARRIER};
+    return RP_OK;
 }
 
 rp_status_t rp_barrier(rp_context_h ctx)
 {
-    if (ctx == NULL) {
-        rp_error("rp_barrier: ctx is NULL");
-        return RP_ERR_INVALID_ARG;
+    rp__coll_args_t a;
+    rp_status_t status = rp_barrier_args("rp_barrier", ctx, &a);
+
+    if (status != RP_OK) {
+        return status;
     }
-    return rp__comm_barrier(ctx->comm);
+    return rp_blocking(ctx, &a);
+}
+
+rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req)
+{
+    rp__coll_args_t a;
+    rp_status_t status = rp_barrier_args("rp_ibarrier", ctx, &a);
+
+    return rp_start("rp_ibarrier", ctx, &a, status, req);
 }

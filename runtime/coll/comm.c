@@ -28,6 +28,48 @@ static uint64_t rp_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* RINGPOINT_COMPRESSION: the wire format of float32 grouped allreduces
+ * whose options leave it to the environment. */
+static rp_status_t rp_compression_env(rp_compression_t *comp_p)
+{
+    const char *v = getenv("RINGPOINT_COMPRESSION");
+
+    *comp_p = RP_COMPRESSION_NONE;
+    if (v == NULL || *v == '\0' || strcmp(v, "none") == 0) {
+        return RP_OK;
+    }
+    if (strcmp(v, "fp16") == 0) {
+        *comp_p = RP_COMPRESSION_FP16;
+    } else if (strcmp(v, "bf16") == 0) {
+        *comp_p = RP_COMPRESSION_BF16;
+    } else {
+        rp_error("RINGPOINT_COMPRESSION='%s': expected none, fp16 or bf16", v);
+        return RP_ERR_INVALID_ARG;
+    }
+    return RP_OK;
+}
+
+/* RINGPOINT_COLL_PROGRESS_SPIN_US: how long the progress thread polls
+ * before sleeping on the transport. Default 0: it runs beside the
+ * application's computation, and a poll competes with it for the core
+ * (measured with ringpoint-bench -O: see doc/benchmarks.md). */
+static rp_status_t rp_progress_spin_env(uint64_t *ns_p)
+{
+    const char *v = getenv("RINGPOINT_COLL_PROGRESS_SPIN_US");
+    uint64_t us = 0;
+    char err[128];
+
+    if (v != NULL && *v != '\0' &&
+        rp__parse_uint(v, 0, 10 * 1000 * 1000, &us, err, sizeof(err)) !=
+            RP_OK) {
+        rp_error("RINGPOINT_COLL_PROGRESS_SPIN_US='%s': %s (microseconds)", v,
+                 err);
+        return RP_ERR_INVALID_ARG;
+    }
+    *ns_p = us * 1000;
+    return RP_OK;
+}
+
 /* More ranks on this node than cores? The machine's CPU count, not this
  * process's affinity: launchers bind each rank to one core, which says
  * nothing about sharing. */
@@ -56,6 +98,15 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
         rp_error("coll: out of memory");
         return RP_ERR_NO_MEMORY;
     }
+    status = rp_compression_env(&c->compression);
+    if (status == RP_OK) {
+        status = rp_progress_spin_env(&c->spin_bg_ns);
+    }
+    if (status != RP_OK) {
+        free(c);
+        return status;
+    }
+    rp__progress_init(c);
     c->tp = tp;
     c->rank = rank;
     c->size = size;
@@ -89,6 +140,7 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
     }
     c->window = (int)settings->window;
     if (tp == NULL) {
+        /* One rank: the progress thread runs the trivial collectives. */
         *comm_p = c;
         return RP_OK;
     }
@@ -107,6 +159,7 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
     } else {
         c->spin_ns = (c->yield ? 1000 : 200) * 1000;
     }
+    c->spin_fg_ns = c->spin_ns;
 
     status = RP_ERR_NO_MEMORY;
     c->touched = calloc((size_t)size, sizeof(*c->touched));
@@ -126,6 +179,7 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
 err_free:
     free(c->notice_sends);
     free(c->touched);
+    rp__progress_fini(c);
     free(c);
     return status;
 }
@@ -135,6 +189,8 @@ void rp__comm_quiesce(rp_comm_t *c)
     if (c == NULL) {
         return;
     }
+    /* What is queued runs first: the peers expect it. */
+    rp__progress_stop(c);
     if (c->tp != NULL) {
         c->tp->ops->cancel(c->tp, &c->notice_req);
         /* The cancellation completes from progress; the request memory
@@ -156,6 +212,7 @@ void rp__comm_destroy(rp_comm_t *c)
     free(c->fuse.ptr);
     free(c->notice_sends);
     free(c->touched);
+    rp__progress_fini(c);
     free(c);
 }
 

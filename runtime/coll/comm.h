@@ -13,10 +13,13 @@
 #ifndef RP_COLL_COMM_H
 #define RP_COLL_COMM_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ringpoint/coll.h"
 #include "ringpoint/types.h"
 #include "core/settings.h"
 #include "transport/transport.h"
@@ -34,6 +37,18 @@ typedef struct rp_comm_notice {
     int32_t status;   /* rp_status_t */
 } rp_comm_notice_t;
 
+/* The non-blocking collectives' queue and its thread (progress.c). */
+struct rp_host_req;
+typedef struct rp_comm_progress {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* the thread waits here for work */
+    pthread_cond_t done_cv; /* the application waits here for completions */
+    struct rp_host_req *head, *tail;
+    atomic_size_t pending;  /* started and not finished */
+    bool started, quit;
+    pthread_t thread;
+} rp_comm_progress_t;
+
 typedef struct rp_comm {
     rp_transport_t *tp; /* NULL when size == 1 */
     int rank;
@@ -44,12 +59,15 @@ typedef struct rp_comm {
 
     /* settings */
     uint64_t timeout_ns; /* silence tolerated from a peer; 0: forever */
-    uint64_t spin_ns;    /* poll this long before sleeping */
+    uint64_t spin_ns;    /* poll this long before sleeping: one of */
+    uint64_t spin_fg_ns; /* ... in the application's thread */
+    uint64_t spin_bg_ns; /* ... in the progress thread */
     bool yield;          /* give the CPU away between polls */
     rp_coll_algo_t algo;
     size_t rd_max_bytes; /* auto: recursive doubling up to this size */
     size_t seg_bytes;    /* pipelining unit */
     int window;          /* receives posted ahead */
+    rp_compression_t compression; /* RINGPOINT_COMPRESSION: the default */
 
     /* persistent scratch, grown on demand and pre-touched */
     rp_comm_buf_t work; /* float32 partials for fp16/bf16 */
@@ -64,6 +82,8 @@ typedef struct rp_comm {
     rp_comm_notice_t notice; /* its buffer */
     rp_treq_t *notice_sends; /* one per rank, for forwarding */
     rp_comm_notice_t notice_out;
+
+    rp_comm_progress_t prog;
 } rp_comm_t;
 
 /* Tags: 28 bits of sequence number, 16 bits of message index. The last
@@ -78,6 +98,24 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
  * the transport, then destroy the communicator. NULL is ignored. */
 void rp__comm_quiesce(rp_comm_t *comm);
 void rp__comm_destroy(rp_comm_t *comm);
+
+/* The progress thread: init at create, stop (after it ran what is queued)
+ * at quiesce, fini at destroy. */
+void rp__progress_init(rp_comm_t *c);
+void rp__progress_stop(rp_comm_t *c);
+void rp__progress_fini(rp_comm_t *c);
+/* Wait until no non-blocking collective is queued or running. */
+void rp__comm_drain(rp_comm_t *c);
+
+/* Before a blocking collective: order it after the non-blocking ones, and
+ * take the communicator back from the progress thread. One atomic load
+ * when nothing is queued. */
+static inline void rp__comm_sync(rp_comm_t *c)
+{
+    if (atomic_load_explicit(&c->prog.pending, memory_order_acquire) != 0) {
+        rp__comm_drain(c);
+    }
+}
 
 /* Start a collective: check that the communicator is healthy, bump the
  * sequence number, name the operation for messages. */
@@ -113,19 +151,29 @@ rp_status_t rp__comm_wait_all(rp_comm_t *c, rp_treq_t *reqs, size_t n);
  * flight. The communicator is already broken. */
 void rp__comm_abandon(rp_comm_t *c);
 
-/* The algorithms. Arguments are checked by the caller; count > 0. */
+/* The algorithms. Arguments are checked by the caller; count > 0.
+ * @half_wire: float16/bfloat16 partial results travel in their own
+ * format, rounded at every hop (wire compression), instead of as float32
+ * rounded once. */
 rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op);
+                               rp_op_t op, bool half_wire);
 rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
-                             size_t count, rp_dtype_t dtype, rp_op_t op);
+                             size_t count, rp_dtype_t dtype, rp_op_t op,
+                             bool half_wire);
+rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    rp_dtype_t dtype, rp_op_t op,
+                                    bool half_wire);
 rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t count, rp_dtype_t dtype,
                                rp_op_t op);
+/* @compression: NONE, FP16 or BF16 (resolved, float32 only). */
 rp_status_t rp__comm_allreduce_group(rp_comm_t *c, const void *const *sendbufs,
                                      void *const *recvbufs,
                                      const size_t *counts, size_t nbufs,
-                                     rp_dtype_t dtype, rp_op_t op);
+                                     rp_dtype_t dtype, rp_op_t op,
+                                     rp_compression_t compression);
 rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root);
 rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t bytes_per_rank);

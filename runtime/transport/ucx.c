@@ -1,8 +1,9 @@
 /*
  * The host-memory transport over UCP tag matching.
  *
- * One context and one worker per process, single-threaded: every call comes
- * from the thread running the collectives. The worker address goes through
+ * One context and one worker per process, used by one thread at a time:
+ * the application's, or the progress thread of the non-blocking
+ * collectives (never both at once). The worker address goes through
  * the bootstrap under RP_UCX_ADDR_KEY, behind a small header saying which
  * host and process published it; endpoints are created on first use.
  *
@@ -609,7 +610,10 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     }
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    /* Serialized, not single: the progress thread of the non-blocking
+     * collectives and the application's thread take turns on the worker
+     * (never at once; coll/progress.c hands it over under a mutex). */
+    wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     st = ucp_worker_create(ucx->context, &wparams, &ucx->worker);
     if (st != UCS_OK) {
         rp_error("transport: ucp_worker_create: %s", ucs_status_string(st));

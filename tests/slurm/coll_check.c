@@ -7,7 +7,8 @@
  * result is known exactly. Pseudo-random float inputs then check what exact
  * values cannot: that all ranks get identical bits (hashes compared with an
  * allgather) and that a second run prints the same hash. Broadcast from
- * every root, allgather in and out of place, and the barrier follow.
+ * every root, allgather in and out of place, and the barrier follow; then
+ * the non-blocking collectives and wire compression (coll_check_nb.c).
  *
  *   ringpoint-coll-check [-q]                 the full check
  *   ringpoint-coll-check -k RANK -t MS        RANK kills itself (SIGKILL) MS
@@ -16,7 +17,7 @@
  * Prints "coll-check: ok ... hash=..." on rank 0 and exits 0 when all is
  * well; on a failure prints what differed and exits 1 (2 for a failing call).
  */
-#include <ringpoint.h>
+#include "coll_check.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -29,10 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static int g_rank, g_size, g_errors;
-static uint64_t g_hash = 1469598103934665603ULL; /* of every result, in order */
+int g_rank, g_size, g_errors;
+uint64_t g_hash = 1469598103934665603ULL; /* of every result, in order */
 
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
+uint64_t fnv(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
 
@@ -42,7 +43,7 @@ static uint64_t fnv(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-static double now_s(void)
+double now_s(void)
 {
     struct timespec ts;
 
@@ -198,7 +199,7 @@ static double expected(rp_dtype_t t, rp_op_t op, size_t i)
     return op == RP_OP_AVG ? acc / g_size : acc;
 }
 
-static void check_status(const char *what, rp_status_t st)
+void check_status(const char *what, rp_status_t st)
 {
     if (st != RP_OK) {
         fprintf(stderr, "coll-check: rank %d: %s failed: %s\n", g_rank, what,
@@ -208,7 +209,7 @@ static void check_status(const char *what, rp_status_t st)
 }
 
 /* All ranks hold the same bits: compare hashes through an allgather. */
-static void check_identical(rp_context_h ctx, const char *what,
+void check_identical(rp_context_h ctx, const char *what,
                             const void *buf, size_t len)
 {
     uint64_t h = fnv(1469598103934665603ULL, buf, len);
@@ -480,6 +481,8 @@ int main(int argc, char **argv)
     check_broadcast(ctx, a, max_count);
     check_allgather(ctx, a, b, max_count * 4);
     check_barrier(ctx);
+    check_nonblocking(ctx, max_count);
+    check_compression(ctx, max_count);
 
     /* Everyone learns whether anyone failed, and the run's hash. */
     check_status("allreduce of errors",

@@ -1,0 +1,230 @@
+/*
+ * Non-blocking host collectives: a queue and the thread that runs it.
+ *
+ * A start call checks its arguments, queues the collective and returns; a
+ * progress thread, started with the first one, runs the queue in order
+ * with the same code as the blocking calls, so results are the blocking
+ * calls' bits and completion follows call order. Progress needs nothing
+ * from the application: the thread waits on the transport (poll, then
+ * sleep on the UCX event descriptor) inside a collective and on a condition
+ * variable between them, so it costs no CPU when idle.
+ *
+ * Why a thread runs whole collectives rather than the application's
+ * thread driving a state machine from rp_test: the algorithms stay one
+ * sequential piece of code each (the blocking ones), and communication
+ * advances while the application computes without calling in.
+ *
+ * One thread at a time owns the communicator: the progress thread while
+ * anything is queued, otherwise the application's thread. A blocking call
+ * first waits for the queue to drain (one atomic load when it is empty, so
+ * small blocking calls cost what they did), which also orders it after the
+ * non-blocking calls started before it. The mutex hands the communicator's
+ * state over between the two; UCX's worker is created SERIALIZED for the
+ * same reason.
+ */
+#include "config.h"
+
+#include "coll/comm.h"
+#include "coll/request.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rp_host_req {
+    struct rp_request base; /* first: the public handle points here */
+    rp_comm_t *comm;
+    struct rp_host_req *next;
+    atomic_bool done;
+    rp__coll_args_t args;
+} rp_host_req_t;
+
+static bool rp_host_test(struct rp_request *req)
+{
+    rp_host_req_t *h = (rp_host_req_t *)req;
+
+    return atomic_load_explicit(&h->done, memory_order_acquire);
+}
+
+static rp_status_t rp_host_wait(struct rp_request *req)
+{
+    rp_host_req_t *h = (rp_host_req_t *)req;
+    rp_comm_progress_t *p = &h->comm->prog;
+
+    if (!rp_host_test(req)) {
+        pthread_mutex_lock(&p->mu);
+        while (!atomic_load_explicit(&h->done, memory_order_acquire)) {
+            pthread_cond_wait(&p->done_cv, &p->mu);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    return req->status;
+}
+
+static void rp_host_release(struct rp_request *req)
+{
+    free(req);
+}
+
+static const rp__request_ops_t rp_host_ops = {
+    .name = "host",
+    .test = rp_host_test,
+    .wait = rp_host_wait,
+    .release = rp_host_release,
+};
+
+static void *rp_progress_main(void *arg)
+{
+    rp_comm_t *c = arg;
+    rp_comm_progress_t *p = &c->prog;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        rp_host_req_t *h;
+        rp_status_t status;
+
+        while (p->head == NULL && !p->quit) {
+            pthread_cond_wait(&p->work_cv, &p->mu);
+        }
+        if (p->head == NULL) {
+            break; /* quit, and the queue is empty */
+        }
+        h = p->head;
+        p->head = h->next;
+        if (p->head == NULL) {
+            p->tail = NULL;
+        }
+        pthread_mutex_unlock(&p->mu);
+
+        /* The application computes meanwhile: poll only briefly before
+         * sleeping on the transport, so as not to take its core. */
+        c->spin_ns = c->spin_bg_ns;
+        status = rp__coll_run(c, &h->args);
+        c->spin_ns = c->spin_fg_ns;
+
+        pthread_mutex_lock(&p->mu);
+        h->base.status = status;
+        /* After this store the application may free h. */
+        atomic_store_explicit(&h->done, true, memory_order_release);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        pthread_cond_broadcast(&p->done_cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void rp__progress_init(rp_comm_t *c)
+{
+    rp_comm_progress_t *p = &c->prog;
+
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    atomic_init(&p->pending, 0);
+}
+
+void rp__progress_stop(rp_comm_t *c)
+{
+    rp_comm_progress_t *p = &c->prog;
+
+    if (!p->started) {
+        return;
+    }
+    /* The thread runs what is queued before it leaves: the peers expect
+     * those collectives. */
+    pthread_mutex_lock(&p->mu);
+    p->quit = true;
+    pthread_cond_signal(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    p->started = false;
+}
+
+void rp__progress_fini(rp_comm_t *c)
+{
+    rp_comm_progress_t *p = &c->prog;
+
+    pthread_cond_destroy(&p->done_cv);
+    pthread_cond_destroy(&p->work_cv);
+    pthread_mutex_destroy(&p->mu);
+}
+
+void rp__comm_drain(rp_comm_t *c)
+{
+    rp_comm_progress_t *p = &c->prog;
+
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
+        pthread_cond_wait(&p->done_cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* A copy of @a whose grouped arrays live in the same allocation. */
+static rp_host_req_t *rp_host_req_new(rp_comm_t *c, const rp__coll_args_t *a)
+{
+    size_t n = a->kind == RP__COLL_ALLREDUCE_GROUP ? a->nbufs : 0;
+    rp_host_req_t *h;
+    void **ptrs;
+    size_t *counts;
+
+    h = malloc(sizeof(*h) + n * (2 * sizeof(void *) + sizeof(size_t)));
+    if (h == NULL) {
+        rp_error("collectives: out of memory for a request");
+        return NULL;
+    }
+    memset(h, 0, sizeof(*h));
+    h->base.ops = &rp_host_ops;
+    h->base.status = RP_OK;
+    h->comm = c;
+    atomic_init(&h->done, false);
+    h->args = *a;
+    if (n > 0) {
+        ptrs = (void **)(h + 1);
+        counts = (size_t *)(ptrs + 2 * n);
+        memcpy(ptrs, a->sendbufs, n * sizeof(void *));
+        memcpy(ptrs + n, a->recvbufs, n * sizeof(void *));
+        memcpy(counts, a->counts, n * sizeof(size_t));
+        h->args.sendbufs = (const void *const *)ptrs;
+        h->args.recvbufs = (void *const *)(ptrs + n);
+        h->args.counts = counts;
+    }
+    return h;
+}
+
+rp_status_t rp__coll_start(rp_comm_t *c, const rp__coll_args_t *a,
+                           rp_request_h *req_p)
+{
+    rp_comm_progress_t *p = &c->prog;
+    rp_host_req_t *h;
+    int err;
+
+    h = rp_host_req_new(c, a);
+    if (h == NULL) {
+        return RP_ERR_NO_MEMORY;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (!p->started) {
+        p->quit = false;
+        err = pthread_create(&p->thread, NULL, rp_progress_main, c);
+        if (err != 0) {
+            pthread_mutex_unlock(&p->mu);
+            rp_error("collectives: cannot start the progress thread: %s",
+                     strerror(err));
+            free(h);
+            return RP_ERR_NO_MEMORY;
+        }
+        p->started = true;
+    }
+    if (p->tail != NULL) {
+        p->tail->next = h;
+    } else {
+        p->head = h;
+    }
+    p->tail = h;
+    atomic_fetch_add_explicit(&p->pending, 1, memory_order_relaxed);
+    pthread_cond_signal(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
+    *req_p = &h->base;
+    return RP_OK;
+}

@@ -1,0 +1,72 @@
+/*
+ * Requests: running a described collective, and the public test / wait,
+ * which reach the backend only through the request's ops table.
+ */
+#include "config.h"
+
+#include "coll/comm.h"
+#include "coll/request.h"
+#include "util/log.h"
+
+rp_status_t rp__coll_run(rp_comm_t *c, const rp__coll_args_t *a)
+{
+    switch (a->kind) {
+    case RP__COLL_ALLREDUCE:
+        return rp__comm_allreduce(c, a->sendbuf, a->recvbuf, a->count,
+                                  a->dtype, a->op);
+    case RP__COLL_ALLREDUCE_GROUP:
+        return rp__comm_allreduce_group(c, a->sendbufs, a->recvbufs,
+                                        a->counts, a->nbufs, a->dtype, a->op,
+                                        a->compression);
+    case RP__COLL_BROADCAST:
+        return rp__comm_broadcast(c, a->recvbuf, a->count, a->root);
+    case RP__COLL_ALLGATHER:
+        return rp__comm_allgather(c, a->sendbuf, a->recvbuf, a->count);
+    case RP__COLL_BARRIER:
+        return rp__comm_barrier(c);
+    }
+    rp_error("collectives: unknown request kind %d", (int)a->kind);
+    return RP_ERR_INVALID_ARG;
+}
+
+static rp_status_t rp_finish(rp_request_h *req_p)
+{
+    struct rp_request *req = *req_p;
+    rp_status_t status = req->status;
+
+    req->ops->release(req);
+    *req_p = NULL;
+    return status;
+}
+
+rp_status_t rp_test(rp_request_h *req_p, int *done)
+{
+    if (req_p == NULL || done == NULL) {
+        rp_error("rp_test: NULL %s", req_p == NULL ? "request pointer"
+                                                   : "done pointer");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (*req_p == NULL) {
+        *done = 1; /* like a completed request */
+        return RP_OK;
+    }
+    if (!(*req_p)->ops->test(*req_p)) {
+        *done = 0;
+        return RP_OK;
+    }
+    *done = 1;
+    return rp_finish(req_p);
+}
+
+rp_status_t rp_wait(rp_request_h *req_p)
+{
+    if (req_p == NULL) {
+        rp_error("rp_wait: NULL request pointer");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (*req_p == NULL) {
+        return RP_OK;
+    }
+    (void)(*req_p)->ops->wait(*req_p);
+    return rp_finish(req_p);
+}

@@ -1,0 +1,27 @@
+/*
+ * ringpoint-coll-check: what its parts share.
+ */
+#ifndef RP_TESTS_COLL_CHECK_H
+#define RP_TESTS_COLL_CHECK_H
+
+#include <ringpoint.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern int g_rank, g_size, g_errors;
+extern uint64_t g_hash;
+
+uint64_t fnv(uint64_t h, const void *data, size_t len);
+double now_s(void);
+/* Exit 2 unless @st is RP_OK. */
+void check_status(const char *what, rp_status_t st);
+/* Count an error unless every rank holds the same bits; hash them in. */
+void check_identical(rp_context_h ctx, const char *what, const void *buf,
+                     size_t len);
+
+/* coll_check_nb.c */
+void check_nonblocking(rp_context_h ctx, size_t max_count);
+void check_compression(rp_context_h ctx, size_t max_count);
+
+#endif
