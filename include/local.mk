@@ -5,6 +5,7 @@ ringpointinclude_HEADERS = \
 	include/ringpoint/api.h \
 	include/ringpoint/ckpt.h \
 	include/ringpoint/coll.h \
+	include/ringpoint/cuda.h \
 	include/ringpoint/context.h \
 	include/ringpoint/status.h \
 	include/ringpoint/types.h

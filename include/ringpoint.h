@@ -16,5 +16,6 @@
 #include <ringpoint/context.h>
 #include <ringpoint/coll.h>
 #include <ringpoint/ckpt.h>
+#include <ringpoint/cuda.h>
 
 #endif /* RINGPOINT_H */

@@ -34,3 +34,19 @@ AC_DEFUN([RP_CHECK_NCCL], [
              [NCCL_MAJOR], [NCCL_MINOR], [NCCL_PATCH])],
         [the NCCL GPU transport], [$rp_cuda_dir])
 ])
+
+dnl The GPU module (runtime/nccl/, ringpoint-nccl.so) needs both CUDA and
+dnl NCCL. Their headers are included as system headers: nccl.h declares
+dnl ncclGroupStart() without a prototype, which -Wstrict-prototypes
+dnl -Werror would otherwise refuse. libdl for the loader where libc lacks it.
+AC_DEFUN([RP_CHECK_GPU_MODULE], [
+    AC_SEARCH_LIBS([dlopen], [dl])
+    rp_have_gpu_module=no
+    AS_IF([test $rp_have_cuda = yes && test $rp_have_nccl = yes],
+          [rp_have_gpu_module=yes])
+    GPU_MODULE_CPPFLAGS=$(echo " $CUDA_CPPFLAGS $NCCL_CPPFLAGS" | sed 's/ -I/ -isystem /g')
+    AC_SUBST([GPU_MODULE_CPPFLAGS])
+    AM_CONDITIONAL([HAVE_GPU_MODULE], [test $rp_have_gpu_module = yes])
+    AS_IF([test $rp_have_gpu_module = yes],
+          [AC_DEFINE([HAVE_GPU_MODULE], [1], [Define if the NCCL GPU module is built])])
+])

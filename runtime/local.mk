@@ -30,6 +30,10 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
 	runtime/coll/barrier.c \
+	runtime/gpu/gpu.h runtime/gpu/path.h \
+	runtime/gpu/gpu.c runtime/gpu/loader.c \
+	runtime/gpu/probe.c \
+	runtime/gpu/binding.c runtime/gpu/uid.c \
 	runtime/coll/progress.c \
 	runtime/coll/request.c runtime/coll/request.h \
 	runtime/reduce/dtype.c \
@@ -48,11 +52,12 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/shardio.c runtime/ckpt/shardio.h \
 	runtime/ckpt/engine.c runtime/ckpt/engine.h \
 	runtime/ckpt/regions.c \
+	runtime/ckpt/devstage.c runtime/ckpt/devstage.h \
 	runtime/ckpt/commit.c \
 	runtime/ckpt/async.c \
 	runtime/ckpt/reader.c \
 	runtime/ckpt/api.c
-runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS)
+runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"'
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la -lpthread
 # What anything linking the core (the library, unit tests) needs at link time.
@@ -70,6 +75,20 @@ runtime_libringpoint_core_la_CPPFLAGS += $(UCX_CPPFLAGS)
 RP_DEPS_LDFLAGS += $(UCX_LDFLAGS)
 # ucs_status_string() is libucs's; the check only finds libucp.
 RP_DEPS_LIBS += $(UCX_LIBS) -lucs
+endif
+
+# The GPU path's CUDA/NCCL side, a module libringpoint dlopens on demand
+# (runtime/gpu/loader.c): never linked into libringpoint, so the library
+# and the plugin run where there is no CUDA.
+if HAVE_GPU_MODULE
+pkglib_LTLIBRARIES = runtime/nccl/ringpoint-nccl.la
+runtime_nccl_ringpoint_nccl_la_SOURCES = \
+	runtime/nccl/nccl_int.h runtime/nccl/module.c runtime/nccl/comm.c
+runtime_nccl_ringpoint_nccl_la_CPPFLAGS = $(AM_CPPFLAGS) $(GPU_MODULE_CPPFLAGS)
+runtime_nccl_ringpoint_nccl_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+runtime_nccl_ringpoint_nccl_la_LIBADD = $(NCCL_LIBS) $(CUDA_LIBS)
+runtime_nccl_ringpoint_nccl_la_LDFLAGS = $(AM_LDFLAGS) $(CUDA_LDFLAGS) \
+	$(NCCL_LDFLAGS) -module -avoid-version -shared -no-undefined
 endif
 
 lib_LTLIBRARIES += runtime/libringpoint.la

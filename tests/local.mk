@@ -10,7 +10,8 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
 	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
-	tests/unit/test_coll tests/unit/test_ckpt_engine
+	tests/unit/test_coll tests/unit/test_ckpt_engine \
+	tests/unit/test_gpu_binding tests/unit/test_gpu_path
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -71,6 +72,18 @@ tests_unit_test_ckpt_engine_SOURCES = tests/unit/test_ckpt_engine.c
 tests_unit_test_ckpt_engine_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_ckpt_engine_LDADD = $(UNIT_LIBS)
 tests_unit_test_ckpt_engine_LDFLAGS = $(UNIT_LINKFLAGS)
+
+# The GPU path's logic, without a GPU (binding, staging plan, id
+# exchange, a missing module).
+tests_unit_test_gpu_binding_SOURCES = tests/unit/test_gpu_binding.c
+tests_unit_test_gpu_binding_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_gpu_binding_LDADD = $(UNIT_LIBS)
+tests_unit_test_gpu_binding_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_gpu_path_SOURCES = tests/unit/test_gpu_path.c
+tests_unit_test_gpu_path_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_gpu_path_LDADD = $(UNIT_LIBS)
+tests_unit_test_gpu_path_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
 tests_unit_test_coll_CPPFLAGS = $(UNIT_CPPFLAGS)

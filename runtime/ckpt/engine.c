@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/context.h"
+#include "ckpt/devstage.h"
 #include "ckpt/fileio.h"
 #include "ringpoint/coll.h"
 #include "signal/signal.h"
@@ -158,6 +159,16 @@ static rp_status_t rp_eng_take(rp__ckpt_engine_t *e, uint64_t step, bool wait,
     }
     if (e->rank == 0) {
         e->last_ckpt_ns = t0;
+    }
+    if (e->dev != NULL) {
+        /* Device regions first, into pinned staging; a failure (a GPU
+         * that did not drain in time) fails this checkpoint everywhere
+         * through the agreement, like a failed write. */
+        rp_status_t d = rp__ckpt_devstage_out(e);
+
+        if (d != RP_OK && e->pend.write_status == RP_OK) {
+            e->pend.write_status = d;
+        }
     }
     if (!e->async) {
         rp__ckpt_write_sync(e);
@@ -321,6 +332,7 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
     rp__signal_restore();
     (void)rp__ckpt_close(&e->rootfd, e->dir);
     rp__ckpt_io_free(e->staging);
+    rp__ckpt_devstage_free(e);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e->regs);

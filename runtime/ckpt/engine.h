@@ -45,6 +45,7 @@ typedef struct rp__ckpt_reg {
     void *addr;
     uint64_t size;
     uint64_t offset; /* in the stream or in the per-rank section */
+    bool device;     /* GPU memory, staged through ckpt/devstage.h */
 } rp__ckpt_reg_t;
 
 /* One checkpoint between begin and finish. */
@@ -118,6 +119,8 @@ typedef struct rp__ckpt_engine {
     bool quit;
 
     rp__ckpt_stats_t stats;
+
+    struct rp__ckpt_devstage *dev; /* device regions' staging; NULL: none */
 } rp__ckpt_engine_t;
 
 /* The engine of @ctx, created on first use. NULL only when out of

@@ -35,6 +35,7 @@
 
 #include "ckpt/catalog.h"
 #include "ckpt/crc32c.h"
+#include "ckpt/devstage.h"
 #include "ckpt/fileio.h"
 #include "core/context.h"
 #include "ringpoint/coll.h"
@@ -58,12 +59,14 @@ typedef struct rp_rd_rep {
     uint64_t voff;    /* in the restore stream */
     uint64_t size;
     void *addr;
+    bool device;      /* GPU memory (ckpt/devstage.h) */
 } rp_rd_rep_t;
 
 typedef struct rp_rd_perrank {
     uint64_t off;     /* in the per-rank section */
     uint64_t size;
     void *addr;
+    bool device;
     unsigned char *tmp; /* where it is read before the agreement */
 } rp_rd_perrank_t;
 
@@ -319,11 +322,13 @@ static int rp_rd_plan(rp_rd_t *r)
             r->pers[r->npers].off = r->m.regions[k].offset;
             r->pers[r->npers].size = g->size;
             r->pers[r->npers].addr = g->addr;
+            r->pers[r->npers].device = g->device;
             r->npers++;
         } else {
             r->reps[r->nreps].old_off = r->m.regions[k].offset;
             r->reps[r->nreps].size = g->size;
             r->reps[r->nreps].addr = g->addr;
+            r->reps[r->nreps].device = g->device;
             r->nreps++;
         }
     }
@@ -366,8 +371,14 @@ static void rp_rd_scatter(const rp_rd_t *r, uint64_t v, uint64_t n,
         if (t > p->voff + p->size) {
             t = p->voff + p->size;
         }
-        memcpy((unsigned char *)p->addr + (s - p->voff), src + (s - v),
-               (size_t)(t - s));
+        if (p->device) {
+            rp__ckpt_devstage_in(r->e, (unsigned char *)p->addr +
+                                           (s - p->voff),
+                                 src + (s - v), (size_t)(t - s));
+        } else {
+            memcpy((unsigned char *)p->addr + (s - p->voff), src + (s - v),
+                   (size_t)(t - s));
+        }
     }
 }
 
@@ -502,9 +513,14 @@ static rp_status_t rp_rd_apply(rp_rd_t *r)
         }
     }
     for (i = 0; i < r->npers; i++) {
-        memcpy(r->pers[i].addr, r->pers[i].tmp, (size_t)r->pers[i].size);
+        if (r->pers[i].device) {
+            rp__ckpt_devstage_in(e, r->pers[i].addr, r->pers[i].tmp,
+                                 (size_t)r->pers[i].size);
+        } else {
+            memcpy(r->pers[i].addr, r->pers[i].tmp, (size_t)r->pers[i].size);
+        }
     }
-    return RP_OK;
+    return e->dev != NULL ? e->dev->failed : RP_OK;
 }
 
 /* Rank 0: the complete checkpoints, newest first (quick scan). */

@@ -6,11 +6,13 @@
 #include "config.h"
 
 #include "ckpt/engine.h"
+#include "ckpt/devstage.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/context.h"
+#include "gpu/gpu.h"
 #include "util/log.h"
 #include "ringpoint/coll.h"
 
@@ -49,6 +51,7 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
                                                         : &e->per_rank_len;
     uint64_t off;
     rp__ckpt_reg_t *r;
+    bool device;
 
     if (e->frozen) {
         rp_error("rp_region_register(%s): regions cannot be added after the "
@@ -81,6 +84,12 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
                  (unsigned long long)RP_CKPT_MAX_LENGTH);
         return RP_ERR_INVALID_ARG;
     }
+    /* GPU memory works only where the GPU path does: say so now rather
+     * than fault at the first checkpoint. */
+    device = size > 0 && rp__gpu_probe_is_device(addr);
+    if (device && rp__ckpt_devstage_register(e, name) != RP_OK) {
+        return RP_ERR_NOT_SUPPORTED;
+    }
     if (e->nregs == e->cap) {
         uint32_t cap = e->cap != 0 ? e->cap * 2 : 16;
         rp__ckpt_reg_t *n = realloc(e->regs, cap * sizeof(*n));
@@ -99,6 +108,7 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
     r->addr = addr;
     r->size = size;
     r->offset = off;
+    r->device = device;
     *len_p = off + size;
     return RP_OK;
 }
@@ -217,8 +227,12 @@ static rp_status_t rp_reg_range(const rp__ckpt_engine_t *e,
             rc = rp_reg_push(segs, n, cap, NULL, s - pos); /* padding */
         }
         if (rc == RP_OK) {
+            /* Device bytes are read from their snapshot in staging. */
             rc = rp_reg_push(segs, n, cap,
-                             (const unsigned char *)r->addr + (s - r->offset),
+                             r->device ? rp__ckpt_devstage_at(e->dev, i,
+                                                              s - r->offset)
+                                       : (const unsigned char *)r->addr +
+                                             (s - r->offset),
                              t - s);
         }
         pos = t;

@@ -6,6 +6,7 @@
 #include "core/context.h"
 #include "ckpt/engine.h"
 #include "coll/comm.h"
+#include "gpu/path.h"
 #include "util/log.h"
 #include "util/str.h"
 
@@ -81,12 +82,24 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     if (status != RP_OK) {
         goto err_transport;
     }
+    /* Last: RINGPOINT_GPU=on creates the NCCL communicator, which needs
+     * the bootstrap and the host collectives. */
+    status = rp__gpu_init(ctx);
+    if (status != RP_OK) {
+        goto err_comm;
+    }
     rp_debug("initialised: rank %d of %d on %s via %s", ctx->bootstrap->rank,
              ctx->bootstrap->size, ctx->bootstrap->node_name,
              ctx->bootstrap->ops->name);
     *ctx_p = ctx;
     return RP_OK;
 
+err_comm:
+    rp__gpu_finalize(ctx);
+    rp__comm_quiesce(ctx->comm);
+    rp__transport_destroy(ctx->transport);
+    rp__comm_destroy(ctx->comm);
+    goto err_bootstrap;
 err_transport:
     rp__transport_destroy(ctx->transport);
 err_bootstrap:
@@ -104,6 +117,7 @@ void rp_finalize(rp_context_h ctx)
     /* First, while the collectives still work: a checkpoint in flight is
      * committed (it needs them). */
     rp__ckpt_engine_destroy(ctx);
+    rp__gpu_finalize(ctx);
     rp__comm_quiesce(ctx->comm);
     rp__transport_destroy(ctx->transport);
     rp__comm_destroy(ctx->comm);

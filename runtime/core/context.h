@@ -12,6 +12,7 @@
 
 struct rp_comm;
 struct rp__ckpt_engine;
+struct rp__gpu;
 
 struct rp_context {
     rp_bootstrap_t *bootstrap;
@@ -21,6 +22,7 @@ struct rp_context {
     rp_transport_t *transport; /* NULL for a single rank */
     struct rp_comm *comm;      /* the collectives over it */
     struct rp__ckpt_engine *ckpt; /* registered state; NULL until used */
+    struct rp__gpu *gpu;       /* the GPU path (runtime/gpu/path.h) */
 };
 
 #endif /* RP_CORE_CONTEXT_H */
