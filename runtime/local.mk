@@ -31,7 +31,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/allgather.c \
 	runtime/coll/barrier.c \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
-	runtime/gpu/gpu.c runtime/gpu/loader.c \
+	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \
 	runtime/gpu/binding.c runtime/gpu/uid.c \
 	runtime/coll/progress.c \
@@ -99,7 +99,10 @@ runtime_libringpoint_la_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) \
 
 bin_PROGRAMS += runtime/tools/ringpoint-info
 runtime_tools_ringpoint_info_SOURCES = runtime/tools/info.c
-runtime_tools_ringpoint_info_LDADD = runtime/libringpoint.la
+# The core rather than the shared library: it asks the GPU module
+# (runtime/gpu/) what it sees, which the shared library hides.
+runtime_tools_ringpoint_info_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+runtime_tools_ringpoint_info_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 
 # nccl-tests-style collective benchmark; uses only the public API.
 bin_PROGRAMS += runtime/tools/ringpoint-bench

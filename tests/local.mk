@@ -99,17 +99,26 @@ tests_tools_ckpt_fixture_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 TESTS += tests/tools/test_ckpt_tool.sh
 EXTRA_DIST += tests/tools/test_ckpt_tool.sh
 
+# The device checks on one GPU (TAP "1..0 # SKIP no CUDA device: ..." where
+# there is none): ringpoint-gpu-check device with the module of this build.
+TESTS += tests/tools/test_gpu_device.sh
+EXTRA_DIST += tests/tools/test_gpu_device.sh
+
 # cmocka writes TAP when asked; the harness counts its results.
 AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
 	RP_CKPT_TOOL=$(abs_top_builddir)/runtime/tools/ringpoint-ckpt; \
 	RP_CKPT_FIXTURE=$(abs_top_builddir)/tests/tools/ckpt_fixture; \
-	export RP_CKPT_TOOL RP_CKPT_FIXTURE;
+	export RP_CKPT_TOOL RP_CKPT_FIXTURE; \
+	RP_GPU_CHECK=$(abs_top_builddir)/tests/slurm/ringpoint-gpu-check; \
+	RP_GPU_MODULE=$(abs_top_builddir)/runtime/nccl/.libs/ringpoint-nccl.so; \
+	export RP_GPU_CHECK RP_GPU_MODULE;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
 	tests/slurm/test_bench.sh \
 	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
-	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh
+	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh \
+	tests/slurm/test_gpu.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
@@ -117,6 +126,14 @@ pkglibexec_PROGRAMS = tests/slurm/ringpoint-coll-check
 tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c \
 	tests/slurm/coll_check_nb.c tests/slurm/coll_check.h
 tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
+
+# The GPU path end to end (tests/slurm/test_gpu.sh): the NCCL id exchange
+# without a GPU, device collectives and checkpoints with one. Internals:
+# the bootstrap, and the module's allocator (it must not link CUDA).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-gpu-check
+tests_slurm_ringpoint_gpu_check_SOURCES = tests/slurm/gpu_check.c
+tests_slurm_ringpoint_gpu_check_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+tests_slurm_ringpoint_gpu_check_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 
 # The checkpoint engine's end-to-end program (tests/slurm/test_ckpt.sh).
 pkglibexec_PROGRAMS += tests/slurm/ringpoint-ckpt-check

@@ -49,7 +49,7 @@
  * be modified and its outputs not read. Call the collectives of one
  * context from one thread at a time. RINGPOINT_COLL_PROGRESS_SPIN_US: how
  * long the progress thread polls before sleeping on the transport
- * (default 0: it shares the cores with the application's computation).
+ * (default: as RINGPOINT_COLL_SPIN_US).
  *
  * Compression (Horovod's, or PyTorch's fp16/bf16 compression hooks):
  * float32 data of a grouped allreduce may travel as float16 or bfloat16,

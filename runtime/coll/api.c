@@ -136,8 +136,8 @@ static rp_status_t rp_compression(const char *what, rp_context_h ctx,
         comp = dtype == RP_DTYPE_FLOAT32 ? ctx->comm->compression
                                          : RP_COMPRESSION_NONE;
     } else if (comp != RP_COMPRESSION_NONE && dtype != RP_DTYPE_FLOAT32) {
-        rp_error("%s: compression applies to float32 data only (dtype %d)",
-                 what, (int)dtype);
+        rp_error("%s: compression applies to float32 data only, not %s",
+                 what, rp_dtype_name(dtype));
         return RP_ERR_INVALID_ARG;
     }
     *comp_p = comp;

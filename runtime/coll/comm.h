@@ -99,6 +99,9 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
 void rp__comm_quiesce(rp_comm_t *comm);
 void rp__comm_destroy(rp_comm_t *comm);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t rp__comm_now_ns(void);
+
 /* The progress thread: init at create, stop (after it ran what is queued)
  * at quiesce, fini at destroy. */
 void rp__progress_init(rp_comm_t *c);

@@ -116,8 +116,7 @@ rp_status_t rp__gpu_local(rp_context_h ctx, const char *what,
             }
         }
         if (g->local_status != RP_OK) {
-            rp_error("%s: device memory, but no GPU path on this task: %s",
-                     what, g->why);
+            rp_error("%s: no GPU path on this task: %s", what, g->why);
         }
     }
     if (ops_p != NULL) {

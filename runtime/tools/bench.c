@@ -4,6 +4,7 @@
  *   ringpoint-bench [allreduce|broadcast|allgather] [-b MIN] [-e MAX]
  *                   [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1] [-o OP]
  *                   [-d DTYPE] [-r ROOT] [-m median|mean] [-G N]
+ *                   [-Z fp16|bf16] [-O cpu|sleep]
  *
  * Started by a PMIx launcher (srun --mpi=pmix, mpirun); rank 0 prints one
  * row per size, out of place then in place, with nccl-tests' columns, so
@@ -24,7 +25,18 @@
  * averages included (the ranks' offsets cancel); #wrong counts the elements
  * of the last iteration's result, summed over ranks, whose bits differ from
  * the exact expected value. The exit status is 1 if any is wrong, 2 if a
- * call failed, 64 for a usage error.
+ * call failed, 64 for a usage error. With -Z (wire compression) sums of
+ * those integers stay exact in fp16 and bf16, so the check still holds.
+ *
+ * Overlap (-O cpu|sleep): per size, the blocking out-of-place time (comm),
+ * then the non-blocking call alone (start + wait), "compute" lasting as
+ * long as comm alone, and the two together: start, compute, wait (total).
+ * cpu: a calibrated arithmetic loop on the application's core; sleep: the
+ * application's thread sleeps, as it waits on a GPU kernel, leaving the
+ * CPU to the collective. The fraction of communication hidden is OSU's measure,
+ * 1 - (total - compute) / comm, clamped to [0, 1]: 1 when the
+ * communication vanished behind the computation, 0 when it added its full
+ * time.
  */
 #include "config.h"
 
@@ -42,6 +54,7 @@
 #include <time.h>
 
 typedef enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_ALLGATHER } coll_t;
+enum { OV_CPU = 1, OV_SLEEP = 2 };
 
 typedef struct opts {
     coll_t coll;
@@ -53,6 +66,8 @@ typedef struct opts {
     int root;
     bool all_ops, all_types;
     int groups; /* allreduce: split into this many buffers, one grouped call */
+    rp_compression_t compression; /* -Z: through rp_allreduce_group_opts */
+    int overlap;                  /* -O: 0, OV_CPU or OV_SLEEP */
     rp_op_t op;
     rp_dtype_t dtype;
 } opts_t;
@@ -109,6 +124,12 @@ static void usage(FILE *out)
         "  -m, --stat S          median (default) or mean of the iterations\n"
         "  -G, --group N         allreduce: cut the buffer into N buffers of\n"
         "                        unequal sizes, reduced by one rp_allreduce_group\n"
+        "  -Z, --compress W      allreduce float32 as fp16 or bf16 on the wire\n"
+        "                        (a grouped call, -G 1 by default)\n"
+        "  -O, --overlap cpu|sleep  per size: blocking time, non-blocking alone,\n"
+        "                        computation as long (a loop, or a sleep as\n"
+        "                        while a GPU computes), both together, and\n"
+        "                        the fraction of communication hidden\n"
         "Size is the buffer in bytes (allgather: the whole output). time is\n"
         "in microseconds; algbw = size / time; busbw = algbw * 2(n-1)/n for\n"
         "allreduce, (n-1)/n for allgather, 1 for broadcast (GB/s = 1e9 B/s).\n"
@@ -185,6 +206,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
         {"root", required_argument, NULL, 'r'},
         {"stat", required_argument, NULL, 'm'},
         {"group", required_argument, NULL, 'G'},
+        {"compress", required_argument, NULL, 'Z'},
+        {"overlap", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -211,7 +234,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         argv++;
         argc--;
     }
-    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:h", longopts,
+    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:Z:O:h", longopts,
                              NULL)) != -1) {
         bool ok = true;
 
@@ -253,6 +276,19 @@ static int parse_args(int argc, char **argv, opts_t *o)
             break;
         case 'r': ok = parse_int(optarg, 0, &o->root); break;
         case 'G': ok = parse_int(optarg, 1, &o->groups); break;
+        case 'Z':
+            o->compression = strcmp(optarg, "fp16") == 0   ? RP_COMPRESSION_FP16
+                             : strcmp(optarg, "bf16") == 0 ? RP_COMPRESSION_BF16
+                             : strcmp(optarg, "none") == 0 ? RP_COMPRESSION_NONE
+                                                           : RP_COMPRESSION_DEFAULT;
+            ok = o->compression != RP_COMPRESSION_DEFAULT;
+            break;
+        case 'O':
+            o->overlap = strcmp(optarg, "cpu") == 0     ? OV_CPU
+                         : strcmp(optarg, "sleep") == 0 ? OV_SLEEP
+                                                        : 0;
+            ok = o->overlap != 0;
+            break;
         case 'm':
             ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0;
             o->mean = strcmp(optarg, "mean") == 0;
@@ -272,6 +308,13 @@ static int parse_args(int argc, char **argv, opts_t *o)
     }
     if (optind != argc || o->min_bytes > o->max_bytes) {
         usage(stderr);
+        return 64;
+    }
+    if (o->compression != RP_COMPRESSION_DEFAULT &&
+        (o->coll != COLL_ALLREDUCE || o->dtype != RP_DTYPE_FLOAT32 ||
+         o->all_types)) {
+        fprintf(stderr, "ringpoint-bench: -Z compresses float32 allreduce "
+                "only (-d float)\n");
         return 64;
     }
     return 0;
@@ -447,10 +490,13 @@ static void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf,
 }
 
 /* -G: buffer k of @groups gets a share of @count proportional to
- * 1 + k % 3, so neighbours differ in size (and some may be empty). */
+ * 1 + k % 3, so neighbours differ in size (and some may be empty).
+ * Started non-blocking when @req is not NULL. */
 static rp_status_t run_group(const opts_t *o, rp_dtype_t t, rp_op_t op,
-                             const void *send, void *recv, size_t count)
+                             const void *send, void *recv, size_t count,
+                             rp_request_h *req)
 {
+    const rp_allreduce_opts_t ropts = {.compression = o->compression};
     const size_t n = (size_t)o->groups, es = rp_dtype_size(t);
     const void **sends = calloc(n, sizeof(*sends));
     void **recvs = calloc(n, sizeof(*recvs));
@@ -468,8 +514,13 @@ static rp_status_t run_group(const opts_t *o, rp_dtype_t t, rp_op_t op,
             recvs[k] = (char *)recv + off * es;
             off += counts[k];
         }
-        st = rp_allreduce_group(g_ctx, (const void *const *)sends,
-                                (void *const *)recvs, counts, n, t, op);
+        st = req != NULL
+                 ? rp_iallreduce_group(g_ctx, (const void *const *)sends,
+                                       (void *const *)recvs, counts, n, t, op,
+                                       &ropts, req)
+                 : rp_allreduce_group_opts(g_ctx, (const void *const *)sends,
+                                           (void *const *)recvs, counts, n, t,
+                                           op, &ropts);
     }
     free(sends);
     free(recvs);
@@ -477,20 +528,50 @@ static rp_status_t run_group(const opts_t *o, rp_dtype_t t, rp_op_t op,
     return st;
 }
 
+/* One collective; started non-blocking when @req is not NULL. */
 static rp_status_t run_once(const opts_t *o, rp_dtype_t t, rp_op_t op,
-                            const void *send, void *recv, size_t count)
+                            const void *send, void *recv, size_t count,
+                            rp_request_h *req)
 {
     switch (o->coll) {
     case COLL_ALLREDUCE:
-        if (o->groups > 1) {
-            return run_group(o, t, op, send, recv, count);
+        if (o->groups > 1 || o->compression != RP_COMPRESSION_DEFAULT) {
+            return run_group(o, t, op, send, recv, count, req);
         }
-        return rp_allreduce(g_ctx, send, recv, count, t, op);
+        return req ? rp_iallreduce(g_ctx, send, recv, count, t, op, req)
+                   : rp_allreduce(g_ctx, send, recv, count, t, op);
     case COLL_BROADCAST:
-        return rp_broadcast(g_ctx, recv, count, t, o->root);
+        return req ? rp_ibroadcast(g_ctx, recv, count, t, o->root, req)
+                   : rp_broadcast(g_ctx, recv, count, t, o->root);
     default:
-        return rp_allgather(g_ctx, send, recv, count, t);
+        return req ? rp_iallgather(g_ctx, send, recv, count, t, req)
+                   : rp_allgather(g_ctx, send, recv, count, t);
     }
+}
+
+/* The per-iteration times of every rank -> the row's figure: the MAX over
+ * ranks of each iteration (the collective is done when its slowest rank
+ * is), then their median or mean. False if the allreduce failed. */
+static bool summarize(const opts_t *o, double *times, double *out)
+{
+    if (rp_allreduce(g_ctx, times, times, (size_t)o->iters, RP_DTYPE_FLOAT64,
+                     RP_OP_MAX) != RP_OK) {
+        return false;
+    }
+    if (o->mean) {
+        double sum = 0;
+
+        for (int i = 0; i < o->iters; i++) {
+            sum += times[i];
+        }
+        *out = sum / o->iters;
+    } else {
+        qsort(times, (size_t)o->iters, sizeof(*times), cmp_double);
+        *out = o->iters % 2 ? times[o->iters / 2]
+                            : 0.5 * (times[o->iters / 2 - 1] +
+                                     times[o->iters / 2]);
+    }
+    return true;
 }
 
 /*
@@ -537,7 +618,7 @@ static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
             memcpy((void *)(uintptr_t)send, pristine, in_bytes);
         }
         t0 = now_us();
-        st = run_once(o, t, op, send, out, count);
+        st = run_once(o, t, op, send, out, count, NULL);
         t1 = now_us();
         if (st != RP_OK) {
             fprintf(stderr, "ringpoint-bench: rank %d: %s failed: %s\n",
@@ -552,25 +633,9 @@ static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
             times[it - o->warmup] = t1 - t0;
         }
     }
-    /* The collective ends when its slowest rank does. */
-    st = rp_allreduce(g_ctx, times, times, (size_t)o->iters, RP_DTYPE_FLOAT64,
-                      RP_OP_MAX);
-    if (st != RP_OK) {
+    if (!summarize(o, times, &res->time_us)) {
         res->failed = true;
         return;
-    }
-    if (o->mean) {
-        double sum = 0;
-
-        for (int i = 0; i < o->iters; i++) {
-            sum += times[i];
-        }
-        res->time_us = sum / o->iters;
-    } else {
-        qsort(times, (size_t)o->iters, sizeof(*times), cmp_double);
-        res->time_us = o->iters % 2 ? times[o->iters / 2]
-                                    : 0.5 * (times[o->iters / 2 - 1] +
-                                             times[o->iters / 2]);
     }
     if (o->check) {
         int64_t wrong;
@@ -592,6 +657,108 @@ static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
             res->failed = true;
         }
     }
+}
+
+/* ---- overlap (-O) ---------------------------------------------------- */
+
+/* The computation to hide communication behind: dependent floating-point
+ * operations, no memory traffic (it competes for the core, not for the
+ * memory bandwidth the collective needs). */
+static volatile double g_sink = 1.0;
+static double g_spins_per_us; /* this rank's speed, calibrated once */
+
+static double compute(double x, long n)
+{
+    for (long i = 0; i < n; i++) {
+        x = x * 0.9999999 + 1e-7;
+    }
+    return x;
+}
+
+static void calibrate(void)
+{
+    long n = 1000;
+    double t;
+
+    for (;;) {
+        double t0 = now_us();
+
+        g_sink = compute(g_sink, n);
+        t = now_us() - t0;
+        if (t > 20000) {
+            break;
+        }
+        n *= 2;
+    }
+    g_spins_per_us = (double)n / t;
+}
+
+/* Compute for @us: the loop, or a sleep. */
+static void busy(const opts_t *o, double us)
+{
+    if (o->overlap == OV_SLEEP) {
+        struct timespec ts = {(time_t)(us / 1e6),
+                              (long)((us - (double)(time_t)(us / 1e6) * 1e6) *
+                                     1e3)};
+
+        nanosleep(&ts, NULL);
+    } else {
+        g_sink = compute(g_sink, (long)(us * g_spins_per_us));
+    }
+}
+
+enum { OV_NB, OV_COMPUTE, OV_BOTH };
+
+typedef struct overlap {
+    double nb, compute, total, hidden; /* us, us, us, fraction */
+} overlap_t;
+
+/* Time @mode out of place: the non-blocking call alone, the computation
+ * alone, or start, compute, wait. */
+static bool time_mode(const opts_t *o, int mode, rp_dtype_t t, rp_op_t op,
+                      size_t count, const void *pristine, void *buf,
+                      double busy_us, double *times, double *out)
+{
+    for (int it = 0; it < o->warmup + o->iters; it++) {
+        rp_request_h req = NULL;
+        rp_status_t st = RP_OK;
+        double t0 = now_us();
+
+        if (mode != OV_COMPUTE) {
+            st = run_once(o, t, op, pristine, buf, count, &req);
+        }
+        if (mode != OV_NB) {
+            busy(o, busy_us);
+        }
+        if (st == RP_OK) {
+            st = rp_wait(&req);
+        }
+        if (st != RP_OK) {
+            fprintf(stderr, "ringpoint-bench: rank %d: non-blocking call "
+                    "failed: %s\n", g_rank, rp_status_string(st));
+            return false;
+        }
+        if (it >= o->warmup) {
+            times[it - o->warmup] = now_us() - t0;
+        }
+    }
+    return summarize(o, times, out);
+}
+
+static bool run_overlap(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                        size_t count, const void *pristine, void *buf,
+                        double comm_us, double *times, overlap_t *ov)
+{
+    if (!time_mode(o, OV_NB, t, op, count, pristine, buf, 0, times, &ov->nb) ||
+        !time_mode(o, OV_COMPUTE, t, op, count, pristine, buf, comm_us, times,
+                   &ov->compute) ||
+        !time_mode(o, OV_BOTH, t, op, count, pristine, buf, comm_us, times,
+                   &ov->total)) {
+        return false;
+    }
+    ov->hidden = comm_us > 0 ? 1.0 - (ov->total - ov->compute) / comm_us : 1;
+    ov->hidden = ov->hidden < 0 ? 0 : ov->hidden > 1 ? 1 : ov->hidden;
+    return true;
 }
 
 static double bus_factor(coll_t c, int n)
@@ -666,13 +833,35 @@ int main(int argc, char **argv)
         }
         printf("# time: %s over iterations of the slowest rank's time, in us\n",
                o.mean ? "mean" : "median");
+        if (o.compression != RP_COMPRESSION_DEFAULT) {
+            printf("# wire compression: %s\n",
+                   o.compression == RP_COMPRESSION_FP16   ? "fp16"
+                   : o.compression == RP_COMPRESSION_BF16 ? "bf16"
+                                                          : "none");
+        }
         printf("#\n");
-        printf("#                                                      "
-               "  out-of-place                      in-place\n");
-        printf("#        size         count      type   redop    root"
-               "      time   algbw   busbw #wrong      time   algbw   busbw #wrong\n");
-        printf("#         (B)    (elements)                          "
-               "      (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n");
+        if (o.overlap) {
+            printf("# overlap: comm = blocking, nb = non-blocking start+wait, "
+                   "compute = %s as long as comm, total = start, compute, "
+                   "wait;\n# hidden = 1 - (total - compute) / comm\n",
+                   o.overlap == OV_SLEEP ? "a sleep" : "a loop");
+            printf("#        size         count      type   redop    root"
+                   "      comm        nb   compute     total  hidden #wrong\n");
+            printf("#         (B)    (elements)                          "
+                   "      (us)      (us)      (us)      (us)     (%%)\n");
+        } else {
+            printf("#                                                      "
+                   "  out-of-place                      in-place\n");
+            printf("#        size         count      type   redop    root"
+                   "      time   algbw   busbw #wrong      time   algbw   "
+                   "busbw #wrong\n");
+            printf("#         (B)    (elements)                          "
+                   "      (us)  (GB/s)  (GB/s)             (us)  (GB/s)  "
+                   "(GB/s)\n");
+        }
+    }
+    if (o.overlap == OV_CPU) {
+        calibrate();
     }
 
     for (int ti = 0; ti < (o.all_types ? N_PRINTED_TYPES : 1); ti++) {
@@ -718,8 +907,30 @@ int main(int argc, char **argv)
                 memset(buf, 0, out_bytes + 64);
                 fill(&o, t, op, pristine, per_rank);
                 for (int ip = 0; ip < 2; ip++) {
-                    run_row(&o, t, op, per_rank, ip == 1, pristine, buf,
-                            times, &res[ip]);
+                    if (ip == 1 && o.overlap) {
+                        overlap_t ov;
+
+                        res[1].failed = false;
+
+                        if (!run_overlap(&o, t, op, per_rank, pristine, buf,
+                                         res[0].time_us, times, &ov)) {
+                            res[1].failed = true;
+                        } else if (g_rank == 0) {
+                            printf("%13zu  %12zu  %8s  %6s  %6d  %8.2f  %8.2f"
+                                   "  %8.2f  %8.2f  %6.1f  %5" PRId64 "\n",
+                                   bytes, count, type_name(t),
+                                   o.coll == COLL_ALLREDUCE ? op_names[op]
+                                                            : "none",
+                                   rooted ? o.root : -1, res[0].time_us,
+                                   ov.nb, ov.compute, ov.total,
+                                   100 * ov.hidden, res[0].wrong);
+                        }
+                        res[1].time_us = 0;
+                        res[1].wrong = -1;
+                    } else {
+                        run_row(&o, t, op, per_rank, ip == 1, pristine, buf,
+                                times, &res[ip]);
+                    }
                     if (res[ip].failed) {
                         exit_status = 2;
                         free(times);
@@ -731,7 +942,7 @@ int main(int argc, char **argv)
                         wrong_total += res[ip].wrong;
                     }
                 }
-                if (g_rank == 0) {
+                if (g_rank == 0 && !o.overlap) {
                     printf("%13zu  %12zu  %8s  %6s  %6d", bytes, count,
                            type_name(t),
                            o.coll == COLL_ALLREDUCE ? op_names[op] : "none",

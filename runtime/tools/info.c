@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu/gpu.h"
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -36,6 +38,43 @@ static void usage(FILE *out)
 static void print_component(const char *name, const char *detail)
 {
     printf("  %-14s %s\n", name, detail);
+}
+
+/* The GPU module and what it sees: loading it is what a task does at its
+ * first device buffer, so this shows whether that would work here. */
+static void print_gpus(void)
+{
+    char why[512] = "", line[512];
+    const rp__gpu_ops_t *ops = rp__gpu_module(why, sizeof(why));
+    rp__gpu_info_t info;
+    int ndev = 0;
+
+    if (ops == NULL) {
+        print_component("gpu", why);
+        return;
+    }
+    if (ops->probe(&ndev, why, sizeof(why)) != RP_OK) {
+        snprintf(line, sizeof(line), "module %s loads; %s",
+                 rp__gpu_module_path(), why);
+        print_component("gpu", line);
+        return;
+    }
+    ops->info(&info);
+    snprintf(line, sizeof(line), "NCCL %d.%d.%d, CUDA driver %d.%d, runtime "
+             "%d.%d, %d device%s (module %s)", info.nccl_version / 10000,
+             info.nccl_version / 100 % 100, info.nccl_version % 100,
+             info.driver_version / 1000, info.driver_version % 1000 / 10,
+             info.runtime_version / 1000, info.runtime_version % 1000 / 10,
+             info.ndev, info.ndev == 1 ? "" : "s", rp__gpu_module_path());
+    print_component("gpu", line);
+    for (int i = 0; i < info.ndev && i < RP_GPU_INFO_MAX; i++) {
+        const rp__gpu_devinfo_t *d = &info.dev[i];
+
+        printf("  gpu %d:%*s%s, %.1f GiB, compute %d.%d, PCI %s\n", i,
+               i < 10 ? 8 : 7, "", d->name,
+               (double)d->mem_bytes / (1u << 30), d->cc_major, d->cc_minor,
+               d->pci_bus_id);
+    }
 }
 
 static int print_build(void)
@@ -66,6 +105,7 @@ static int print_build(void)
 #else
     print_component("nccl", "no");
 #endif
+    print_gpus();
     return 0;
 }
 

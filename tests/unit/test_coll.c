@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,139 @@ static void test_bad_arguments(void **state)
     rp_finalize(ctx);
 }
 
+/* One rank: non-blocking calls complete with the blocking calls' results,
+ * in order, blocking calls interleaved; NULL requests are complete. */
+static void test_single_rank_nonblocking(void **state)
+{
+    rp_context_h ctx = single();
+    float in[100], out[100], gout[100];
+    char gather[4];
+    const void *ins[2] = {in, in + 60};
+    void *outs[2] = {gout, gout + 60};
+    size_t counts[2] = {60, 40};
+    rp_request_h reqs[5] = {NULL};
+    int done = 0;
+    (void)state;
+
+    for (int i = 0; i < 100; i++) {
+        in[i] = (float)i * 0.25f - 3.0f;
+    }
+    assert_int_equal(rp_iallreduce(ctx, in, out, 100, RP_DTYPE_FLOAT32,
+                                   RP_OP_SUM, &reqs[0]), RP_OK);
+    assert_int_equal(rp_iallreduce_group(ctx, ins, outs, counts, 2,
+                                         RP_DTYPE_FLOAT32, RP_OP_AVG, NULL,
+                                         &reqs[1]), RP_OK);
+    /* The arrays were copied: clobbering them changes nothing. */
+    counts[0] = counts[1] = 0;
+    assert_int_equal(rp_ibroadcast(ctx, in, 100, RP_DTYPE_FLOAT32, 0, &reqs[2]),
+                     RP_OK);
+    assert_int_equal(rp_barrier(ctx), RP_OK); /* after the three */
+    assert_int_equal(rp_iallgather(ctx, "wxyz", gather, 4, RP_DTYPE_UINT8,
+                                   &reqs[3]), RP_OK);
+    assert_int_equal(rp_ibarrier(ctx, &reqs[4]), RP_OK);
+    while (!done) {
+        assert_int_equal(rp_test(&reqs[4], &done), RP_OK);
+    }
+    assert_null(reqs[4]);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(rp_test(&reqs[k], &done), RP_OK);
+        assert_int_equal(done, 1); /* call order: all before 4 are done */
+        assert_null(reqs[k]);
+    }
+    assert_memory_equal(in, out, sizeof(in));
+    assert_memory_equal(in, gout, sizeof(in));
+    assert_memory_equal(gather, "wxyz", 4);
+    assert_int_equal(rp_wait(&reqs[0]), RP_OK); /* NULL: complete */
+    assert_int_equal(rp_test(&reqs[0], &done), RP_OK);
+    assert_int_equal(done, 1);
+    /* Outstanding at finalize: run before the context goes. */
+    assert_int_equal(rp_iallreduce(ctx, in, out, 100, RP_DTYPE_FLOAT32,
+                                   RP_OP_MAX, &reqs[0]), RP_OK);
+    assert_int_equal(rp_wait(&reqs[0]), RP_OK);
+    rp_finalize(ctx);
+}
+
+/* One rank, compressed: each value makes the round trip through the wire
+ * format (rounded once), AVG of one rank is the value. */
+static void test_single_rank_compression(void **state)
+{
+    rp_context_h ctx = single();
+    float in[3] = {1.0f + 1.0f / 1024, 3.14159265f, -65536.0f * 2}, out[3];
+    const void *ins[1] = {in};
+    void *outs[1] = {out};
+    size_t n = 3;
+    rp_allreduce_opts_t opts = {.compression = RP_COMPRESSION_BF16};
+    (void)state;
+
+    assert_int_equal(rp_allreduce_group_opts(ctx, ins, outs, &n, 1,
+                                             RP_DTYPE_FLOAT32, RP_OP_SUM,
+                                             &opts), RP_OK);
+    assert_true(out[0] == 1.0f);           /* 8 significant bits */
+    assert_true(out[1] == 3.140625f);
+    assert_true(out[2] == -131072.0f);
+    opts.compression = RP_COMPRESSION_FP16;
+    assert_int_equal(rp_allreduce_group_opts(ctx, ins, outs, &n, 1,
+                                             RP_DTYPE_FLOAT32, RP_OP_AVG,
+                                             &opts), RP_OK);
+    assert_true(out[0] == 1.0f + 1.0f / 1024); /* 11 significant bits */
+    assert_true(out[1] == 3.140625f);
+    assert_true(isinf(out[2]) && out[2] < 0); /* beyond fp16's range */
+    rp_finalize(ctx);
+}
+
+static void test_nonblocking_bad_arguments(void **state)
+{
+    rp_context_h ctx = single();
+    float buf[8] = {0};
+    int32_t ibuf[2] = {0};
+    const void *ins[1] = {ibuf};
+    void *outs[1] = {ibuf};
+    size_t n = 2;
+    rp_allreduce_opts_t opts = {.compression = RP_COMPRESSION_FP16};
+    rp_request_h req = (rp_request_h)buf;
+    int done;
+    (void)state;
+
+    /* A failed start leaves no request behind. */
+    assert_int_equal(rp_iallreduce(ctx, buf, buf + 1, 4, RP_DTYPE_FLOAT32,
+                                   RP_OP_SUM, &req), RP_ERR_INVALID_ARG);
+    assert_null(req);
+    assert_int_equal(rp_iallreduce(ctx, buf, buf, 1, RP_DTYPE_FLOAT32,
+                                   RP_OP_SUM, NULL), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_ibroadcast(ctx, buf, 1, RP_DTYPE_FLOAT32, 3, &req),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_ibarrier(NULL, &req), RP_ERR_INVALID_ARG);
+    /* Compression is for float32 only, and must be a known value. */
+    assert_int_equal(rp_allreduce_group_opts(ctx, ins, outs, &n, 1,
+                                             RP_DTYPE_INT32, RP_OP_SUM, &opts),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_iallreduce_group(ctx, ins, outs, &n, 1,
+                                         RP_DTYPE_INT32, RP_OP_SUM, &opts,
+                                         &req), RP_ERR_INVALID_ARG);
+    opts.compression = (rp_compression_t)7;
+    ins[0] = buf;
+    outs[0] = buf;
+    assert_int_equal(rp_allreduce_group_opts(ctx, ins, outs, &n, 1,
+                                             RP_DTYPE_FLOAT32, RP_OP_SUM,
+                                             &opts), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_test(NULL, &done), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_test(&req, NULL), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_wait(NULL), RP_ERR_INVALID_ARG);
+    rp_finalize(ctx);
+
+    /* A bad RINGPOINT_COMPRESSION fails rp_init, naming it. */
+    setenv("RINGPOINT_COMPRESSION", "zip", 1);
+    {
+        rp_init_params_t params = {.field_mask = RP_INIT_FIELD_FLAGS,
+                                   .flags = RP_INIT_FLAG_SINGLE};
+        rp_context_h bad = NULL;
+
+        assert_int_equal(rp_init(&params, &bad), RP_ERR_INVALID_ARG);
+        assert_null(bad);
+    }
+    unsetenv("RINGPOINT_COMPRESSION");
+}
+
 static void test_settings(void **state)
 {
     rp_settings_t cfg;
@@ -165,6 +299,9 @@ int main(void)
         cmocka_unit_test(test_pow2_and_mod),
         cmocka_unit_test(test_single_rank_collectives),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_single_rank_nonblocking),
+        cmocka_unit_test(test_single_rank_compression),
+        cmocka_unit_test(test_nonblocking_bad_arguments),
         cmocka_unit_test(test_settings),
     };
 
