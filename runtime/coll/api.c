@@ -9,6 +9,7 @@
 #include "coll/comm.h"
 #include "coll/request.h"
 #include "core/context.h"
+#include "gpu/path.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -39,6 +40,11 @@ static rp_status_t rp_check(const char *what, rp_context_h ctx,
 /* A blocking collective: after the non-blocking ones still outstanding. */
 static rp_status_t rp_blocking(rp_context_h ctx, const rp__coll_args_t *a)
 {
+    rp_status_t status;
+
+    if (rp__gpu_coll(ctx, a, NULL, &status)) {
+        return status; /* device buffers: NCCL (runtime/gpu/coll.c) */
+    }
     rp__comm_sync(ctx->comm);
     return rp__coll_run(ctx->comm, a);
 }
@@ -53,7 +59,7 @@ static rp_status_t rp_start(const char *what, rp_context_h ctx,
         return RP_ERR_INVALID_ARG;
     }
     *req = NULL;
-    if (status != RP_OK) {
+    if (status != RP_OK || rp__gpu_coll(ctx, a, req, &status)) {
         return status;
     }
     return rp__coll_start(ctx->comm, a, req);
