@@ -178,7 +178,20 @@ static rp_status_t rp_gpu_comm_ready(rp_context_h ctx, const char *what)
         rc = rp_gpu_agree(ctx, rc);
     }
     if (rc == RP_OK) {
-        rc = rp__gpu_uid_exchange(ctx->bootstrap, g->gen++, uid, sizeof(uid));
+        int32_t got = rp__gpu_uid_exchange(ctx->bootstrap, g->gen++, uid,
+                                           sizeof(uid)) == RP_OK;
+
+        /* Slurm's PMIx server (direct modex) caches a rank's data at the
+         * first fetch, so a rank whose node fetched rank 0's card at
+         * start-up may not see a key published later. Every rank learns
+         * whether all got the id; if not, rank 0 sends it over the host
+         * collectives instead. */
+        rc = rp_allreduce(ctx, &got, &got, 1, RP_DTYPE_INT32, RP_OP_MIN);
+        if (rc == RP_OK && !got) {
+            rp_warn("GPU: the NCCL id did not reach every rank through PMIx; "
+                    "rank 0 broadcasts it over the host transport");
+            rc = rp_broadcast(ctx, uid, sizeof(uid), RP_DTYPE_UINT8, 0);
+        }
     }
     if (rc == RP_OK) {
         rc = g->ops->comm_create(uid, ctx->bootstrap->rank,

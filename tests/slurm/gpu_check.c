@@ -1,9 +1,9 @@
 /*
  * ringpoint-gpu-check: the GPU path end to end (tests/slurm/test_gpu.sh).
  *
- *   uid      no GPU needed: rank 0's 128-byte NCCL-id-sized blob reaches
+ *   uid [N]  no GPU needed: rank 0's 128-byte NCCL-id-sized blob reaches
  *            every rank through the PMIx exchange the GPU path uses; each
- *            rank prints it in hex (twice: two communicator generations).
+ *            rank prints it in hex, for N communicator generations.
  *   device   needs a GPU (exit 77 with "SKIP: no CUDA device: ..." where
  *            there is none): every op and dtype on device buffers against
  *            the host path's results, broadcast, allgather, the grouped
@@ -29,7 +29,7 @@
 #include "core/context.h"
 #include "gpu/path.h"
 
-static int check_uid(void)
+static int check_uid(unsigned gens)
 {
     rp_bootstrap_t *bs = NULL;
     unsigned char uid[RP_GPU_UID_BYTES];
@@ -37,7 +37,7 @@ static int check_uid(void)
     if (rp__bootstrap_init(false, &bs) != RP_OK) {
         return 1;
     }
-    for (unsigned gen = 0; gen < 2; gen++) {
+    for (unsigned gen = 0; gen < gens; gen++) {
         memset(uid, 0, sizeof(uid));
         if (bs->rank == 0 && getrandom(uid, sizeof(uid), 0) != sizeof(uid)) {
             perror("getrandom");
@@ -244,7 +244,7 @@ int main(int argc, char **argv)
     int dev = -1, rc;
 
     if (argc >= 2 && strcmp(argv[1], "uid") == 0) {
-        return check_uid();
+        return check_uid(argc > 2 ? (unsigned)atoi(argv[2]) : 2);
     }
     if (argc < 2 || strcmp(argv[1], "device") != 0) {
         fprintf(stderr, "usage: ringpoint-gpu-check uid | device [CKPT_MIB]\n");
