@@ -46,6 +46,26 @@ test_bench_broadcast_and_allgather() {
     bench_ok "$out"
 }
 
+# Compression (sums of the bench's small integers are exact in fp16 and
+# bf16, so every result is still checked) and the overlap table, for every
+# collective kind.
+test_bench_compression_and_overlap() {
+    local out
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench allreduce -Z fp16 -G 5 -b 0 \
+        -e 1M -f 9 -n 2 -w 1 2>&1) || fail "fp16 bench exited $?"
+    bench_ok "$out"
+    assert_contains "$out" "# wire compression: fp16"
+    out=$(srun --mpi=pmix -N2 -n2 ringpoint-bench allreduce -Z bf16 -b 4M -e 4M \
+        -n 2 -w 1 2>&1) || fail "bf16 bench exited $?"
+    bench_ok "$out"
+    for coll in allreduce broadcast allgather; do
+        out=$(srun --mpi=pmix -N2 -n2 ringpoint-bench $coll -O sleep -b 64K \
+            -e 1M -f 16 -n 3 -w 1 2>&1) || fail "$coll overlap bench exited $?"
+        bench_ok "$out"
+        assert_contains "$out" "hidden"
+    done
+}
+
 test_bench_mpirun_and_companions() {
     local out
     out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
@@ -75,6 +95,12 @@ test_bench_rejects_bad_arguments() {
     rc=0
     ringpoint-bench frobnicate >/dev/null 2>&1 || rc=$?
     assert_eq "$rc" 64 "exit status for a bad collective"
+    rc=0
+    ringpoint-bench -Z fp16 -d int32 >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for compression of int32"
+    rc=0
+    ringpoint-bench -O gpu >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for a bad overlap mode"
 }
 
 run_all

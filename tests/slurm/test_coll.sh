@@ -3,7 +3,11 @@
 # placement of allreduce, broadcast, allgather and barrier, checked exactly
 # and for identical bits on every rank (ringpoint-coll-check), at 1 to 5
 # ranks over 2 nodes and under mpirun; the same hash from two runs; and a
-# rank killed mid-run makes the others fail fast, naming it.
+# rank killed mid-run makes the others fail fast, naming it. Every run also
+# checks the non-blocking collectives (bitwise equal to the blocking ones,
+# several outstanding, completed in call order, progressing while the
+# application sleeps) and fp16/bf16 wire compression (within tolerance,
+# identical on every rank); their bits are part of the run's hash.
 . "$(dirname "$0")/../lib/harness.sh"
 
 export PATH=$RP_PREFIX/bin:$PATH
@@ -48,6 +52,19 @@ test_coll_forced_algorithms() {
     check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1)" 3
     check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
     check_ok "$(RINGPOINT_COLL_SEGMENT=64 srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
+}
+
+# RINGPOINT_COMPRESSION is the default of float32 grouped allreduces (the
+# checker compares it with the explicit option), never of other types; two
+# runs give the same bits; a bad value fails rp_init with a clear message.
+test_coll_compression_from_environment() {
+    local a b out
+    a=$(RINGPOINT_COMPRESSION=bf16 srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$a" 3
+    b=$(RINGPOINT_COMPRESSION=bf16 srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$b" 3
+    assert_eq "$(hash_of "$b")" "$(hash_of "$a")" "hash of the second compressed run"
+    out=$(RINGPOINT_COMPRESSION=fp8 srun --mpi=pmix -N1 -n1 "$CHECK" -q 2>&1) && fail "fp8 accepted"
+    echo "$out"
+    assert_contains "$out" "RINGPOINT_COMPRESSION='fp8': expected none, fp16 or bf16"
 }
 
 test_coll_mpirun_oversubscribed() {
