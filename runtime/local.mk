@@ -42,6 +42,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/reduce/reduce_x86.c \
 	runtime/reduce/half.h runtime/reduce/kernels.h \
 	runtime/reduce/kernels_impl.h runtime/reduce/simd.h \
+	runtime/ckpt/budget.c runtime/ckpt/budget.h \
 	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
 	runtime/ckpt/crc32c.c runtime/ckpt/crc32c.h \
 	runtime/ckpt/fileio.c runtime/ckpt/fileio.h \

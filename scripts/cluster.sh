@@ -56,6 +56,11 @@ Commands:
         RP_CLUSTER_NNODES, RP_CLUSTER_NODELIST, RP_CLUSTER_GRACE_SECS,
         RP_CLUSTER_KILL_WAIT_SECS, RP_CLUSTER_CRED_EXPIRE_SECS. Of these only
         RP_CLUSTER_DIR is also read by 'up'.
+  crash-node NODE [-d STATEDIR]
+        SIGKILL everything of node NODE (slurmd, slurmstepd, job tasks) at
+        once, as if it lost power (for failure tests).
+  start-node NODE [-d STATEDIR]
+        Start NODE's slurmd again after crash-node (a reboot).
   help  Show this text.
 
 Options:
@@ -735,6 +740,54 @@ cmd_down() {
     msg "down; logs kept in $LOGDIR"
 }
 
+# node_arg CMD ARGS...: NODE first, then -d; sets NODE_ARG.
+node_arg() {
+    local cmd=$1
+    shift
+    NODE_ARG=${1:-}
+    [[ $NODE_ARG =~ ^n[0-9]+$ ]] || die "usage: $PROG $cmd NODE [-d STATEDIR] (NODE like n2)"
+    shift
+    parse_dir_only "$cmd" "$@"
+    load_saved_env
+    ((EUID == 0)) || die "must run as root"
+    node_list | grep -qxF "$NODE_ARG" || die "no node $NODE_ARG in this cluster"
+}
+
+# crash-node NODE: what a node losing power looks like to the others. Its
+# slurmd, slurmstepd and job tasks (everything in its mount namespace) get
+# SIGKILL at once: no clean-up, no messages to slurmctld or to srun.
+cmd_crash_node() {
+    local ns pids
+    node_arg crash-node "$@"
+    read -r ns <"$RUNDIR/slurmd-$NODE_ARG.mntns" 2>/dev/null ||
+        die "$NODE_ARG has no recorded namespace (is it up, with a private /tmp?)"
+    [[ $ns != "$(readlink /proc/self/ns/mnt)" ]] || die "refusing to kill our own namespace"
+    pids=$(for p in /proc/[0-9]*; do
+        [[ $(readlink "$p/ns/mnt" 2>/dev/null) == "$ns" ]] && echo "${p#/proc/}"
+    done; true)
+    [[ -n $pids ]] || die "nothing runs on $NODE_ARG"
+    # shellcheck disable=SC2086 # word splitting of the pid list is wanted
+    kill -KILL $pids 2>/dev/null || true
+    rm -f "$RUNDIR/slurmd-$NODE_ARG.pid" "$RUNDIR/slurmd-$NODE_ARG.mntns"
+    msg "$NODE_ARG crashed: killed ${pids//$'\n'/ }"
+}
+
+# start-node NODE: start NODE's slurmd again (a rebooted node rejoining).
+cmd_start_node() {
+    node_arg start-node "$@"
+    if pid_of "slurmd-$NODE_ARG" >/dev/null; then
+        msg "$NODE_ARG is already running"
+        return 0
+    fi
+    # What a reboot clears: the node's /tmp, and the sockets of the step
+    # daemons that died with it (Slurm 22.05's pmix plugin does not unlink
+    # a stale one, and the requeued job's step has the same id).
+    rm -rf "${NODE_TMP:?}/$NODE_ARG"/* "$SPOOL/$NODE_ARG"/stepd.slurm.pmix.* \
+        "$SPOOL/$NODE_ARG"/pmix.*
+    start_slurmd "$NODE_ARG"
+    msg "$NODE_ARG started again (pid $(pid_of "slurmd-$NODE_ARG" || echo '?'))"
+}
+
 cmd_status() {
     parse_dir_only status "$@"
     load_saved_env
@@ -780,6 +833,8 @@ main() {
         down) cmd_down "$@" ;;
         status) cmd_status "$@" ;;
         env) cmd_env "$@" ;;
+        crash-node) cmd_crash_node "$@" ;;
+        start-node) cmd_start_node "$@" ;;
         help | -h | --help) usage ;;
         '') usage >&2; exit 2 ;;
         *) msg "unknown command '$cmd'"; usage >&2; exit 2 ;;

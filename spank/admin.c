@@ -46,6 +46,40 @@ static rp_status_t rp_spank_admin_roots(const char *value,
     return RP_OK;
 }
 
+/* requeue=auto|hold|off */
+static rp_status_t rp_spank_admin_how(const char *value,
+                                      rp_spank_admin_t *admin, char *why,
+                                      size_t len)
+{
+    static const char *const names[] = {"auto", "hold", "off"};
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(value, names[i]) == 0) {
+            admin->requeue_how = (rp_spank_requeue_how_t)i;
+            return RP_OK;
+        }
+    }
+    snprintf(why, len, "'%s' is not auto, hold or off", value);
+    return RP_ERR_INVALID_ARG;
+}
+
+/* yes|no, as slurm.conf spells booleans. */
+static rp_status_t rp_spank_admin_bool(const char *value, bool *out,
+                                       char *why, size_t len)
+{
+    if (strcmp(value, "yes") == 0 || strcmp(value, "1") == 0) {
+        *out = true;
+        return RP_OK;
+    }
+    if (strcmp(value, "no") == 0 || strcmp(value, "0") == 0) {
+        *out = false;
+        return RP_OK;
+    }
+    snprintf(why, len, "'%s' is not yes or no", value);
+    return RP_ERR_INVALID_ARG;
+}
+
 rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
                                   rp_spank_admin_t *admin, char *err,
                                   size_t errlen)
@@ -92,6 +126,15 @@ rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
             admin->has_max_requeues = true;
         } else if (rp_key_is(arg, keylen, "allowed_roots")) {
             if (rp_spank_admin_roots(value, admin, why, sizeof(why)) != RP_OK) {
+                goto err_value;
+            }
+        } else if (rp_key_is(arg, keylen, "requeue")) {
+            if (rp_spank_admin_how(value, admin, why, sizeof(why)) != RP_OK) {
+                goto err_value;
+            }
+        } else if (rp_key_is(arg, keylen, "requeue_failed")) {
+            if (rp_spank_admin_bool(value, &admin->requeue_failed, why,
+                                    sizeof(why)) != RP_OK) {
                 goto err_value;
             }
         } else {

@@ -20,6 +20,14 @@
 /* What a bare --ckpt-requeue means when the site sets no max_requeues. */
 #define RP_SPANK_DEFAULT_REQUEUES 3
 
+/* How a job that stopped (or failed, with requeue_failed) is brought back. */
+typedef enum rp_spank_requeue_how {
+    RP_SPANK_REQUEUE_AUTO = 0, /* the plugin asks slurmctld to requeue it */
+    RP_SPANK_REQUEUE_HOLD,     /* requeued held: `scontrol release` starts it */
+    RP_SPANK_REQUEUE_OFF       /* never by the plugin (the site uses Slurm's
+                                  RequeueExit=75, or its own tooling) */
+} rp_spank_requeue_how_t;
+
 typedef struct rp_spank_admin {
     bool has_default_interval;   /* default_interval= given */
     uint64_t default_interval_s; /* exported when the user sets none */
@@ -28,11 +36,16 @@ typedef struct rp_spank_admin {
     bool has_max_requeues;       /* max_requeues= given */
     uint64_t max_requeues;
     char allowed_roots[1024];    /* colon-separated absolute paths; "": any */
+    rp_spank_requeue_how_t requeue_how; /* requeue=auto|hold|off */
+    bool requeue_failed;         /* requeue_failed=yes: also after a step
+                                    failed (a task crashed or was killed, a
+                                    node was lost), within the same MAX */
 } rp_spank_admin_t;
 
 /* The keys, for messages. */
 #define RP_SPANK_ADMIN_KEYS \
-    "default_interval, min_interval, max_keep, max_requeues, allowed_roots"
+    "default_interval, min_interval, max_keep, max_requeues, allowed_roots, " \
+    "requeue, requeue_failed"
 
 /* Parse argv[0..argc) into @admin (zeroed first). */
 rp_status_t rp__spank_admin_parse(int argc, char *const argv[],

@@ -361,6 +361,13 @@ static void rp_remote_ctx(spank_t sp, rp_resolve_ctx_t *rc, char *submit_dir,
     }
 }
 
+static bool rp_spank_exported;
+
+bool rp__spank_options_exported(void)
+{
+    return rp_spank_exported;
+}
+
 int rp__spank_options_export(spank_t sp)
 {
     static char env_text[PATH_MAX], out[PATH_MAX], why[PATH_MAX + 256];
@@ -402,6 +409,7 @@ int rp__spank_options_export(spank_t sp)
                         "%s", s->env, spank_strerror(err));
             return -1;
         }
+        rp_spank_exported = true;
     }
     return 0;
 }

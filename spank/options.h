@@ -9,6 +9,7 @@
 #define RP_SPANK_OPTIONS_H
 
 #include <slurm/spank.h>
+#include <stdbool.h>
 
 #include "spank/admin.h"
 
@@ -26,5 +27,8 @@ int rp__spank_options_check_env(void);
 /* In slurmstepd: resolve every setting for this job (expanding --ckpt-dir)
  * and export it to the tasks' environment. */
 int rp__spank_options_export(spank_t sp);
+
+/* Did rp__spank_options_export set anything (is this a ringpoint job)? */
+bool rp__spank_options_exported(void);
 
 #endif /* RP_SPANK_OPTIONS_H */

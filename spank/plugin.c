@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "spank/admin.h"
+#include "spank/job_limits.h"
 #include "spank/options.h"
 #include "spank/requeue.h"
 
@@ -59,7 +60,13 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     if (spank_context() != S_CTX_REMOTE) {
         return 0;
     }
-    return rp__spank_options_export(sp);
+    if (rp__spank_options_export(sp) != 0) {
+        return -1;
+    }
+    if (rp__spank_options_exported()) {
+        rp__spank_job_limits_export(sp);
+    }
+    return 0;
 }
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)

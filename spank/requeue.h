@@ -3,7 +3,11 @@
  * exits with RP_EXIT_STOPPED; when a step ends with such a task, the
  * plugin (in slurmstepd, on the step's first node) asks slurmctld to
  * requeue the job — unless it was cancelled, cannot be requeued, or has
- * used up its --ckpt-requeue allowance.
+ * used up its --ckpt-requeue allowance. With the site's requeue_failed=yes
+ * a step that failed (a task crashed or was killed, a peer was lost) is
+ * requeued too, from the same allowance, so a job that crashes at start
+ * every time stops at MAX instead of looping. The site's requeue= says how
+ * (auto, hold, off).
  *
  * Why here and not in the job: a preempted job whose tasks exit during
  * GraceTime ends COMPLETED, not requeued (checked on Slurm 22.05); and
@@ -23,6 +27,8 @@ typedef struct rp_job_view {
     bool cancelled;  /* scancel'd: never bring it back */
     bool requeuing;  /* already being requeued (scontrol requeue, Slurm) */
     bool requeuable; /* batch job submitted with --requeue (or the default) */
+    bool pending;    /* requeued already (back in the queue) */
+    bool failed;     /* the step failed rather than stopped at a checkpoint */
     uint32_t restarts;
 } rp_job_view_t;
 
@@ -31,7 +37,8 @@ typedef enum rp_requeue_verdict {
     RP_REQUEUE_NO_CANCELLED,
     RP_REQUEUE_NO_ALREADY,
     RP_REQUEUE_NO_NOT_REQUEUABLE,
-    RP_REQUEUE_NO_LIMIT
+    RP_REQUEUE_NO_LIMIT,
+    RP_REQUEUE_NO_PENDING
 } rp_requeue_verdict_t;
 
 /* Decide, and say why in @why. @max: requeues allowed (0: never). */
@@ -41,7 +48,8 @@ rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
 /* slurm_spank_task_exit: note a task that exited RP_EXIT_STOPPED. */
 void rp__spank_requeue_task_exit(spank_t sp);
 
-/* slurm_spank_exit: requeue the job if a task of this step stopped. */
+/* slurm_spank_exit: requeue the job if a task of this step stopped (or,
+ * with requeue_failed, failed). */
 void rp__spank_requeue_step_exit(spank_t sp);
 
 #endif /* RP_SPANK_REQUEUE_H */

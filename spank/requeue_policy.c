@@ -16,6 +16,10 @@ rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
                  "(resubmit with the same --ckpt-dir to resume)");
         return RP_REQUEUE_NO_CANCELLED;
     }
+    if (job->pending) {
+        snprintf(why, whylen, "the job is back in the queue already");
+        return RP_REQUEUE_NO_PENDING;
+    }
     if (job->requeuing) {
         snprintf(why, whylen, "Slurm is already requeuing the job");
         return RP_REQUEUE_NO_ALREADY;
@@ -27,11 +31,16 @@ rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
         return RP_REQUEUE_NO_NOT_REQUEUABLE;
     }
     if (job->restarts >= max) {
+        /* After failures, say what a loop of them usually means. */
         snprintf(why, whylen, "requeue limit reached (%" PRIu32 " of %" PRIu64
-                 "); not requeued", job->restarts, max);
+                 ")%s; not requeued", job->restarts, max,
+                 job->failed ? " after the step failed again: look at why "
+                               "it fails (the first lines of its output)"
+                             : "");
         return RP_REQUEUE_NO_LIMIT;
     }
-    snprintf(why, whylen, "requeued after a stop (requeue %" PRIu32 " of %"
-             PRIu64 ")", job->restarts + 1, max);
+    snprintf(why, whylen, "requeued after %s (requeue %" PRIu32 " of %"
+             PRIu64 ")", job->failed ? "a failure" : "a stop",
+             job->restarts + 1, max);
     return RP_REQUEUE;
 }

@@ -10,7 +10,7 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
 	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
-	tests/unit/test_coll tests/unit/test_ckpt_engine \
+	tests/unit/test_coll tests/unit/test_ckpt_engine tests/unit/test_budget \
 	tests/unit/test_gpu_binding tests/unit/test_gpu_path
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -30,6 +30,11 @@ tests_unit_test_admin_SOURCES = tests/unit/test_admin.c spank/admin.c
 tests_unit_test_admin_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_admin_LDADD = $(UNIT_LIBS)
 tests_unit_test_admin_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_budget_SOURCES = tests/unit/test_budget.c
+tests_unit_test_budget_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_budget_LDADD = $(UNIT_LIBS)
+tests_unit_test_budget_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_context_SOURCES = tests/unit/test_context.c
 tests_unit_test_context_CPPFLAGS = $(UNIT_CPPFLAGS)
@@ -114,10 +119,11 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 	export RP_GPU_CHECK RP_GPU_MODULE;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
-EXTRA_DIST += tests/lib/harness.sh tests/slurm/test_bootstrap.sh \
+EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.sh \
 	tests/slurm/test_bench.sh \
 	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
 	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh \
+	tests/slurm/test_failure.sh \
 	tests/slurm/test_gpu.sh
 
 # The collectives' correctness program, installed for the integration test

@@ -443,6 +443,16 @@ rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e)
     }
     e->stats.commit_ns = rp__ckpt_now_ns() - t0;
     e->stats.total_ns = rp__ckpt_now_ns() - p->t_begin_ns;
+    if (e->nrecent == RP_CKPT_RECENT) {
+        memmove(e->recent_ns, e->recent_ns + 1,
+                (RP_CKPT_RECENT - 1) * sizeof(e->recent_ns[0]));
+        e->nrecent--;
+    }
+    /* Writing and committing, not the wait for the safe point that
+     * commits a background write: what a stop checkpoint costs. */
+    e->recent_ns[e->nrecent++] = p->wstats.ns + e->stats.commit_ns;
+    e->have_ckpt_step = true;
+    e->ckpt_step = p->step;
     e->stats.write_ns = p->wstats.ns;
     e->stats.direct = p->wstats.direct;
     e->stats.bytes_total = e->stream_len +

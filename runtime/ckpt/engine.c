@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/context.h"
@@ -64,6 +65,24 @@ static void rp_eng_parse_fault(rp__ckpt_engine_t *e)
     e->fault_step = step;
 }
 
+/* Rank 0 warns, where the user reads the job's output, about a warning
+ * signal that cannot reach it (Lightning #6626). */
+static void rp_eng_check_signal(const rp__ckpt_engine_t *e)
+{
+    /* srun's tasks have a step id; the batch script has none (or "batch"
+     * in newer Slurm versions). */
+    const char *step = getenv("SLURM_STEP_ID");
+    bool in_step = step != NULL && strcmp(step, "batch") != 0 &&
+                   strcmp(step, "4294967291") != 0;
+    char msg[512];
+
+    if (rp__job_limits_warn_no_srun(e->limits.kill_wait_s >= 0, in_step,
+                                    e->ctx->settings.ckpt_signal, msg,
+                                    sizeof(msg))) {
+        rp_warn("%s", msg);
+    }
+}
+
 rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
 {
     rp__ckpt_engine_t *e = ctx->ckpt;
@@ -97,6 +116,10 @@ rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     rp_eng_parse_fault(e);
+    rp__job_limits_load(&e->limits);
+    if (e->rank == 0) {
+        rp_eng_check_signal(e);
+    }
     ctx->ckpt = e;
     return e;
 }
@@ -204,6 +227,52 @@ static rp_status_t rp_eng_take(rp__ckpt_engine_t *e, uint64_t step, bool wait,
 static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
                             int why, bool committed);
 
+/* Rank 0 weighs the time the stop has against its recent checkpoints, logs
+ * the budget and decides (for all: a broadcast) whether the stop
+ * checkpoint can be written. Collective; runs only when stopping. */
+static rp_status_t rp_eng_stop_budget(rp__ckpt_engine_t *e, uint64_t step,
+                                      int signo, bool *skip_p)
+{
+    int32_t skip = 0;
+    rp_status_t rc;
+
+    if (e->rank == 0) {
+        rp__stop_budget_t b;
+        uint64_t est = 0;
+        struct timespec ts;
+        int64_t now_ms;
+        unsigned i;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        for (i = 0; i < e->nrecent; i++) {
+            est = e->recent_ns[i] > est ? e->recent_ns[i] : est;
+        }
+        rp__stop_budget(&e->limits, signo > 1 ? signo : SIGTERM,
+                        e->ctx->settings.ckpt_signal,
+                        signo > 1 ? rp__signal_time_ms() : 0, now_ms, &b);
+        skip = rp__stop_skip(&b, est);
+        if (b.left_ms >= 0) {
+            rp_warn("stop budget at step %llu: %.1f s left (%s); slowest "
+                    "recent checkpoint %s%.1f s%s",
+                    (unsigned long long)step, (double)b.left_ms / 1e3, b.why,
+                    est == 0 ? "(none yet) " : "", (double)est / 1e9,
+                    skip ? ": no time for a stop checkpoint" : "");
+        } else {
+            rp_info("stop budget at step %llu: unknown (%s)",
+                    (unsigned long long)step, b.why);
+        }
+        if (skip) {
+            rp_warn("stopping WITHOUT a checkpoint so that the job can still "
+                    "be requeued; it resumes from step %llu",
+                    e->have_ckpt_step ? (unsigned long long)e->ckpt_step : 0ull);
+        }
+    }
+    rc = rp_broadcast(e->ctx, &skip, 1, RP_DTYPE_INT32, 0);
+    *skip_p = skip != 0;
+    return rc;
+}
+
 rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
                           rp_step_result_t *result)
 {
@@ -253,6 +322,15 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
         /* A background write failed: this is the safe point that says so;
          * training and the next checkpoint go on. */
         prev = rp_eng_settle(e);
+    }
+    if (stop && due) {
+        bool skip;
+
+        rc = rp_eng_stop_budget(e, step, (int)v[2], &skip);
+        if (rc != RP_OK) {
+            return rc;
+        }
+        due = !skip;
     }
     if (due) {
         rc = rp_eng_take(e, step, stop, &taken);

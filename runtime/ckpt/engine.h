@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "ringpoint/ckpt.h"
+#include "ckpt/budget.h"
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
 #include "ckpt/shardio.h"
@@ -35,6 +36,9 @@
 /* Regions of each kind are laid out in registration order, each starting
  * on a multiple of this (cache-line aligned copies; the gaps are zero). */
 #define RP_CKPT_REGION_ALIGN 64u
+
+/* Committed checkpoints whose durations estimate the next one. */
+#define RP_CKPT_RECENT 4
 
 /* "<root>/<checkpoint name>" for messages; the root is at most 4095. */
 #define RP_CKPT_LABEL_MAX (4096 + RP_CKPT_NAME_MAX + 2)
@@ -121,6 +125,13 @@ typedef struct rp__ckpt_engine {
     rp__ckpt_stats_t stats;
 
     struct rp__ckpt_devstage *dev; /* device regions' staging; NULL: none */
+
+    /* the stop budget (rank 0 decides) */
+    rp__job_limits_t limits;
+    uint64_t recent_ns[RP_CKPT_RECENT]; /* begin to commit, newest last */
+    unsigned nrecent;
+    bool have_ckpt_step; /* the newest committed (or restored) checkpoint */
+    uint64_t ckpt_step;
 } rp__ckpt_engine_t;
 
 /* The engine of @ctx, created on first use. NULL only when out of

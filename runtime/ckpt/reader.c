@@ -670,6 +670,10 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
                           RP_OP_MIN);
         if (rc == RP_OK && verdict == RP_RD_OK) {
             rc = rp_rd_apply(&r);
+            if (rc == RP_OK) {
+                e->have_ckpt_step = true;
+                e->ckpt_step = r.m.step;
+            }
             if (rc == RP_OK && info != NULL) {
                 struct timespec now;
                 double created = (double)r.m.created_ns / 1e9;

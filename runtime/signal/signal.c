@@ -10,9 +10,13 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 /* The first signal wins: a warning followed by SIGTERM is one stop. */
 static volatile sig_atomic_t rp_signal_first;
+/* Its arrival, for the stop budget; written once by the handler, read by
+ * the application's thread (a lock-free 64-bit atomic, signal-safe). */
+static int64_t rp_signal_when_ms;
 
 static struct {
     int signo;
@@ -22,8 +26,16 @@ static struct {
 
 static void rp_signal_handler(int signo)
 {
-    /* Only async-signal-safe work here: record and return. */
+    /* Only async-signal-safe work here: record and return
+     * (clock_gettime is on POSIX's list of safe functions). */
     if (rp_signal_first == 0) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+            __atomic_store_n(&rp_signal_when_ms,
+                             (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                             __ATOMIC_RELAXED);
+        }
         rp_signal_first = signo;
     }
 }
@@ -107,7 +119,15 @@ int rp__signal_pending(void)
     return rp_signal_first;
 }
 
+int64_t rp__signal_time_ms(void)
+{
+    return rp_signal_first != 0
+               ? __atomic_load_n(&rp_signal_when_ms, __ATOMIC_RELAXED)
+               : 0;
+}
+
 void rp__signal_clear(void)
 {
     rp_signal_first = 0;
+    __atomic_store_n(&rp_signal_when_ms, 0, __ATOMIC_RELAXED);
 }

@@ -13,6 +13,7 @@
 #define RP_SIGNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ringpoint/status.h"
 
@@ -30,6 +31,10 @@ void rp__signal_restore(void);
 /* The first stop signal received since install (or since the last
  * rp__signal_clear), or 0. Safe to call from any thread. */
 int rp__signal_pending(void);
+
+/* When the signal rp__signal_pending reports arrived: CLOCK_REALTIME in
+ * milliseconds (comparable with Slurm's end time), 0 if none. */
+int64_t rp__signal_time_ms(void);
 
 /* Forget a received signal (tests; a job that decides to go on). */
 void rp__signal_clear(void);

@@ -60,10 +60,11 @@ run_test() {
     fi
 }
 
-# run_all: run every function whose name starts with test_, in file order.
+# run_all: run every function whose name starts with test_ (and contains
+# $RP_TEST_FILTER, when set), in alphabetical order.
 run_all() {
     local t
-    for t in $(declare -F | awk '{print $3}' | grep '^test_'); do
+    for t in $(declare -F | awk '{print $3}' | grep '^test_' | grep -F -- "${RP_TEST_FILTER:-}"); do
         run_test "$t"
     done
     echo "# $(basename "$0"): $rp_pass passed, $rp_fail failed"

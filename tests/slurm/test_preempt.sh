@@ -6,60 +6,9 @@
 # digest of an uninterrupted run.
 . "$(dirname "$0")/../lib/harness.sh"
 
-export PATH=$RP_PREFIX/bin:$PATH
 export RP_WORK=$RP_CLUSTER_DIR/work/preempt
 export STEPS=300
-mkdir -p "$RP_WORK"
-
-# The digest of an uninterrupted run with the same ranks and $STEPS steps.
-reference() {
-    srun -N2 -n3 --ckpt-dir="$RP_WORK/ref.$$" --ckpt-interval=0 \
-        ringpoint-example-train --steps $STEPS --log-every 0 |
-        sed -n 's/^final step=[0-9]* digest=//p'
-}
-
-# submit NAME [sbatch options]: a batch job that trains with srun; prints
-# the job id. Its output goes to $RP_WORK/NAME.out (appended across
-# requeues).
-submit() {
-    local name=$1
-    shift
-    cat >"$RP_WORK/$name.sh" <<SCRIPT
-#!/bin/bash
-echo "start restart=\${SLURM_RESTART_COUNT:-0}"
-srun ringpoint-example-train --steps $STEPS --log-every 0 --step-delay-ms 40
-echo "srun exit \$?"
-SCRIPT
-    rm -rf "$RP_WORK/$name.out" "$RP_WORK/$name.ckpt"
-    sbatch --parsable -N2 -n3 --exclusive --open-mode=append \
-        -o "$RP_WORK/$name.out" --ckpt-dir="$RP_WORK/$name.ckpt" \
-        --ckpt-interval=0 "$@" "$RP_WORK/$name.sh"
-}
-
-state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-restarts() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p'; }
-
-# wait_step JOB N: until the job's output shows training under way.
-wait_training() {
-    for _ in $(seq 300); do
-        grep -q "^starting fresh\|^resumed from" "$RP_WORK/$1.out" 2>/dev/null && { sleep 2; return 0; }
-        sleep 0.2
-    done
-    fail "the job never started training"
-}
-
-# wait_done JOB [SECONDS]: until the job has left the queue for good.
-wait_done() {
-    local s
-    for _ in $(seq $(( ${2:-180} * 2 ))); do
-        s=$(state "$1")
-        case "$s" in COMPLETED|CANCELLED|FAILED|TIMEOUT|PREEMPTED|NODE_FAIL|"") return 0 ;; esac
-        sleep 0.5
-    done
-    fail "job $1 still $s"
-}
-
-digest_in() { sed -n 's/^final step=[0-9]* digest=//p' "$RP_WORK/$1.out" | tail -1; }
+. "$(dirname "$0")/../lib/jobs.sh"
 
 test_preemption_requeues_and_resumes() {
     local ref jid hid out

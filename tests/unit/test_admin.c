@@ -137,6 +137,33 @@ static void test_keep_requeue_roots(void **state)
     }
 }
 
+static void test_requeue_how_and_failed(void **state)
+{
+    char *argv[] = {"requeue=hold", "requeue_failed=yes"};
+    char *off[] = {"requeue=off", "requeue_failed=no"};
+    char *bad_how[] = {"requeue=sometimes"};
+    char *bad_failed[] = {"requeue_failed=maybe"};
+    rp_spank_admin_t a;
+    char err[512];
+
+    (void)state;
+    assert_int_equal(parse(0, NULL, &a, err, sizeof(err)), RP_OK);
+    assert_int_equal(a.requeue_how, RP_SPANK_REQUEUE_AUTO);
+    assert_false(a.requeue_failed);
+    assert_int_equal(parse(2, argv, &a, err, sizeof(err)), RP_OK);
+    assert_int_equal(a.requeue_how, RP_SPANK_REQUEUE_HOLD);
+    assert_true(a.requeue_failed);
+    assert_int_equal(parse(2, off, &a, err, sizeof(err)), RP_OK);
+    assert_int_equal(a.requeue_how, RP_SPANK_REQUEUE_OFF);
+    assert_false(a.requeue_failed);
+    assert_int_equal(parse(1, bad_how, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "requeue"));
+    assert_non_null(strstr(err, "auto, hold or off"));
+    assert_int_equal(parse(1, bad_failed, &a, err, sizeof(err)), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "requeue_failed"));
+    assert_non_null(strstr(err, "yes or no"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -147,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_interval_bounds),
         cmocka_unit_test(test_default_must_respect_minimum),
         cmocka_unit_test(test_keep_requeue_roots),
+        cmocka_unit_test(test_requeue_how_and_failed),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,6 +77,41 @@ static void test_already_and_not_requeuable(void **state)
     assert_non_null(strstr(why, "--ckpt-dir"));
 }
 
+static void test_failures_share_the_limit(void **state)
+{
+    rp_job_view_t v = preempted();
+    char why[320];
+
+    (void)state;
+    v.failed = true;
+    assert_int_equal(rp__requeue_decide(&v, 2, why, sizeof(why)), RP_REQUEUE);
+    assert_non_null(strstr(why, "after a failure (requeue 1 of 2)"));
+    /* A job that crashes at start every time: stopped at MAX, and told
+     * where to look. */
+    v.restarts = 2;
+    assert_int_equal(rp__requeue_decide(&v, 2, why, sizeof(why)),
+                     RP_REQUEUE_NO_LIMIT);
+    assert_non_null(strstr(why, "limit reached (2 of 2)"));
+    assert_non_null(strstr(why, "failed again"));
+    /* A cancelled job that then failed stays cancelled. */
+    v.restarts = 0;
+    v.cancelled = true;
+    assert_int_equal(rp__requeue_decide(&v, 2, why, sizeof(why)),
+                     RP_REQUEUE_NO_CANCELLED);
+}
+
+static void test_pending_job_not_requeued_again(void **state)
+{
+    rp_job_view_t v = preempted();
+    char why[320];
+
+    (void)state;
+    v.pending = true;
+    assert_int_equal(rp__requeue_decide(&v, 3, why, sizeof(why)),
+                     RP_REQUEUE_NO_PENDING);
+    assert_non_null(strstr(why, "queue already"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,6 +119,8 @@ int main(void)
         cmocka_unit_test(test_limit),
         cmocka_unit_test(test_cancelled_never),
         cmocka_unit_test(test_already_and_not_requeuable),
+        cmocka_unit_test(test_failures_share_the_limit),
+        cmocka_unit_test(test_pending_job_not_requeued_again),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
