@@ -291,7 +291,7 @@ static struct spank_option rp_spank_options[] = {
      0, 0, rp_opt_no_requeue},
     {"ckpt-signal", "SIG",
      "[ringpoint] The early-warning signal asked for with sbatch "
-     "--signal=B:SIG@TIME (default USR2; NCCL uses USR1).",
+     "--signal=SIG@TIME (default USR2; NCCL uses USR1).",
      1, 0, rp_opt_signal},
 };
 

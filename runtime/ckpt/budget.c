@@ -62,11 +62,11 @@ void rp__stop_budget(const rp__job_limits_t *lim, int signo, int ckpt_signal,
             snprintf(b->why, sizeof(b->why), "time limit reached: KillWait "
                      "%llds until SIGKILL", (long long)kw);
         } else if (lim->grace_s > 0) {
-            snprintf(b->why, sizeof(b->why), "at least KillWait %llds "
-                     "(preemption: up to GraceTime %llds + KillWait)",
-                     (long long)kw, (long long)lim->grace_s);
+            snprintf(b->why, sizeof(b->why), "KillWait %llds; a preemption "
+                     "adds GraceTime %llds", (long long)kw,
+                     (long long)lim->grace_s);
         } else {
-            snprintf(b->why, sizeof(b->why), "at least KillWait %llds",
+            snprintf(b->why, sizeof(b->why), "KillWait %llds",
                      (long long)kw);
         }
         return;

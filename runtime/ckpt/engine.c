@@ -253,13 +253,18 @@ static rp_status_t rp_eng_stop_budget(rp__ckpt_engine_t *e, uint64_t step,
                         signo > 1 ? rp__signal_time_ms() : 0, now_ms, &b);
         skip = rp__stop_skip(&b, est);
         if (b.left_ms >= 0) {
-            rp_warn("stop budget at step %llu: %.1f s left (%s); slowest "
-                    "recent checkpoint %s%.1f s%s",
-                    (unsigned long long)step, (double)b.left_ms / 1e3, b.why,
-                    est == 0 ? "(none yet) " : "", (double)est / 1e9,
+            char slowest[64] = "no checkpoint measured yet";
+
+            if (est > 0) {
+                snprintf(slowest, sizeof(slowest), "slowest recent "
+                         "checkpoint %.2f s", (double)est / 1e9);
+            }
+            rp_warn("stop at step %llu: %s%.1f s until SIGKILL (%s); %s%s",
+                    (unsigned long long)step, b.exact ? "" : "at least ",
+                    (double)b.left_ms / 1e3, b.why, slowest,
                     skip ? ": no time for a stop checkpoint" : "");
         } else {
-            rp_info("stop budget at step %llu: unknown (%s)",
+            rp_info("stop at step %llu: time until SIGKILL unknown (%s)",
                     (unsigned long long)step, b.why);
         }
         if (skip) {
