@@ -410,8 +410,9 @@ int main(int argc, char **argv)
         CHECK(rp_step(ctx, trainer.step, &result));
         if (result.stop) {
             if (rank == 0) {
-                printf("stopping at step %" PRIu64 ": checkpoint committed\n",
-                       trainer.step);
+                printf("stopping at step %" PRIu64 ": %s\n", trainer.step,
+                       result.checkpointed ? "checkpoint committed"
+                                           : "no new checkpoint");
                 fflush(stdout);
             }
             /* Tells the plugin the job may be requeued to resume. */

@@ -55,12 +55,13 @@ void rp__stop_budget(const rp__job_limits_t *lim, int signo, int ckpt_signal,
             return;
         }
         b->left_ms = at + kw * 1000 - now_ms;
+        b->left_ms = b->left_ms > 0 ? b->left_ms : 0;
         /* Slurm sends SIGTERM at the time limit a little late, never
          * early: a SIGTERM at or after the end time is the time limit. */
         if (lim->end_time_s > 0 && at / 1000 >= lim->end_time_s - 1) {
             b->exact = true;
-            snprintf(b->why, sizeof(b->why), "time limit reached: KillWait "
-                     "%llds until SIGKILL", (long long)kw);
+            snprintf(b->why, sizeof(b->why), "time limit reached; KillWait "
+                     "%llds", (long long)kw);
         } else if (lim->grace_s > 0) {
             snprintf(b->why, sizeof(b->why), "KillWait %llds; a preemption "
                      "adds GraceTime %llds", (long long)kw,
@@ -75,6 +76,7 @@ void rp__stop_budget(const rp__job_limits_t *lim, int signo, int ckpt_signal,
     if (lim->end_time_s > 0) {
         b->left_ms = lim->end_time_s * 1000 + (kw > 0 ? kw : 0) * 1000 -
                      now_ms;
+        b->left_ms = b->left_ms > 0 ? b->left_ms : 0;
         b->exact = true;
         snprintf(b->why, sizeof(b->why), "warning before the time limit: "
                  "%llds to the end time + KillWait %llds",

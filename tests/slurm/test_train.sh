@@ -132,6 +132,39 @@ test_train_sigterm_under_mpirun_without_slurm() {
     assert_eq "$(digest_of "$out")" "$ref" "digest after SIGTERM under mpirun"
 }
 
+# The stop budget: at a time limit (SIGTERM after the end time) with no
+# KillWait left, a stop checkpoint cannot fit; the ranks exit 75 at once
+# without one (so the job could still be requeued), and the next run
+# resumes from the last periodic checkpoint, with the same digest.
+test_train_no_time_for_a_stop_checkpoint() {
+    local ref dir out rc=0 stop resumed
+    ref=$(reference)
+    dir=$RP_WORK/budget.$$
+    rm -rf "$dir"
+    signal_one_rank TERM 1 &
+    out=$(env -u SLURM_CONF RINGPOINT_CKPT_DIR="$dir" RINGPOINT_CKPT_EVERY=20 \
+        RINGPOINT_SLURM_KILL_WAIT=0 RINGPOINT_SLURM_END_TIME=1 \
+        mpirun --allow-run-as-root --oversubscribe -np 3 -x RINGPOINT_CKPT_DIR \
+        -x RINGPOINT_CKPT_EVERY -x RINGPOINT_SLURM_KILL_WAIT -x RINGPOINT_SLURM_END_TIME \
+        ringpoint-example-train $TRAIN_ARGS --step-delay-ms 20 2>&1) || rc=$?
+    wait
+    echo "$out"
+    [ "$rc" -ne 0 ] || fail "mpirun exited 0 although the job was stopped"
+    assert_contains "$out" "0.0 s until SIGKILL (time limit reached"
+    assert_contains "$out" "no time for a stop checkpoint"
+    assert_contains "$out" ": no new checkpoint"
+    stop=$(echo "$out" | sed -n 's/^stopping at step \([0-9]*\):.*/\1/p')
+    [ -n "$stop" ] || fail "no stop step"
+    [ ! -e "$dir/$(printf 'step-%012d' "$stop")" ] || fail "a checkpoint of the stop step exists"
+    out=$(env -u SLURM_CONF RINGPOINT_CKPT_DIR="$dir" mpirun --allow-run-as-root \
+        --oversubscribe -np 3 -x RINGPOINT_CKPT_DIR ringpoint-example-train $TRAIN_ARGS)
+    echo "$out"
+    resumed=$(echo "$out" | sed -n 's/^resumed from step \([0-9]*\) .*/\1/p')
+    [ -n "$resumed" ] && [ "$resumed" -lt "$stop" ] && [ $((resumed % 20)) -eq 0 ] ||
+        fail "resumed from '$resumed', expected the periodic checkpoint before step $stop"
+    assert_eq "$(digest_of "$out")" "$ref" "digest after a stop without a checkpoint"
+}
+
 test_train_help_and_bad_arguments() {
     local out
     out=$(ringpoint-example-train --help)
