@@ -76,10 +76,23 @@ static void rp_eng_check_signal(const rp__ckpt_engine_t *e)
                    strcmp(step, "4294967291") != 0;
     char msg[512];
 
+    const char *restarts = getenv("SLURM_RESTART_COUNT");
+    const rp_settings_t *set = &e->ctx->settings;
+    uint64_t done = 0;
+
     if (rp__job_limits_warn_no_srun(e->limits.kill_wait_s >= 0, in_step,
-                                    e->ctx->settings.ckpt_signal, msg,
-                                    sizeof(msg))) {
+                                    set->ckpt_signal, msg, sizeof(msg))) {
         rp_warn("%s", msg);
+    }
+    /* Say it before it matters: after this run the job is not requeued
+     * again, whether it stops or fails. */
+    if (restarts != NULL && set->ckpt_requeue_set &&
+        rp__parse_uint(restarts, 0, UINT64_MAX, &done, NULL, 0) == RP_OK &&
+        done > 0 && done >= set->ckpt_requeue) {
+        rp_warn("this is the job's last requeue allowed (%llu of %llu): if it "
+                "stops or fails again, it stays down",
+                (unsigned long long)done,
+                (unsigned long long)set->ckpt_requeue);
     }
 }
 
