@@ -34,6 +34,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \
 	runtime/gpu/binding.c runtime/gpu/uid.c \
+	runtime/gpu/devbuf.c runtime/gpu/devbuf.h \
 	runtime/coll/progress.c \
 	runtime/coll/request.c runtime/coll/request.h \
 	runtime/reduce/dtype.c \
@@ -105,10 +106,13 @@ runtime_tools_ringpoint_info_SOURCES = runtime/tools/info.c
 runtime_tools_ringpoint_info_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 runtime_tools_ringpoint_info_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 
-# nccl-tests-style collective benchmark; uses only the public API.
+# nccl-tests-style collective benchmark. The core rather than the shared
+# library: its device mode (-D cuda) allocates GPU memory through the GPU
+# module's wrappers (runtime/gpu/devbuf.h), which the shared library hides.
 bin_PROGRAMS += runtime/tools/ringpoint-bench
 runtime_tools_ringpoint_bench_SOURCES = runtime/tools/bench.c
-runtime_tools_ringpoint_bench_LDADD = runtime/libringpoint.la
+runtime_tools_ringpoint_bench_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+runtime_tools_ringpoint_bench_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 
 # ringpoint-ckpt works on the format layer's internals: it links the
 # convenience library rather than the shared one, which hides them.

@@ -28,7 +28,7 @@
 
 /* Bumped whenever rp__gpu_ops_t changes; a module of another ABI is
  * refused with a message rather than called through a wrong table. */
-#define RP_GPU_ABI 1
+#define RP_GPU_ABI 2
 
 /* The one symbol the module exports: const rp__gpu_ops_t *SYMBOL(const
  * rp__gpu_host_t *). */
@@ -136,6 +136,9 @@ typedef struct rp__gpu_ops {
      * not link CUDA themselves). */
     rp_status_t (*dev_alloc)(size_t bytes, void **p);
     void (*dev_free)(void *p);
+    /* cudaMemsetAsync: @bytes of @p set to @byte, in @stream's order
+     * (ABI 2). */
+    rp_status_t (*dev_memset)(void *p, int byte, size_t bytes, void *stream);
 } rp__gpu_ops_t;
 
 typedef const rp__gpu_ops_t *(*rp__gpu_module_fn)(const rp__gpu_host_t *host);

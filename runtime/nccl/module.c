@@ -164,6 +164,14 @@ static void rp_nc_dev_free(void *p)
     }
 }
 
+static rp_status_t rp_nc_dev_memset(void *p, int byte, size_t bytes,
+                                    void *stream)
+{
+    RP_NC_CUDA("cudaMemsetAsync",
+               cudaMemsetAsync(p, byte, bytes, (cudaStream_t)stream));
+    return RP_OK;
+}
+
 _Static_assert(sizeof(ncclUniqueId) == RP_GPU_UID_BYTES,
                "RP_GPU_UID_BYTES must be NCCL_UNIQUE_ID_BYTES");
 
@@ -195,6 +203,7 @@ static const rp__gpu_ops_t rp_nc_ops = {
     .copy_async = rp_nc_copy_async,
     .dev_alloc = rp_nc_dev_alloc,
     .dev_free = rp_nc_dev_free,
+    .dev_memset = rp_nc_dev_memset,
 };
 
 /* The one exported symbol (the module is built with hidden visibility). */

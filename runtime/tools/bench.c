@@ -4,7 +4,7 @@
  *   ringpoint-bench [allreduce|broadcast|allgather] [-b MIN] [-e MAX]
  *                   [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1] [-o OP]
  *                   [-d DTYPE] [-r ROOT] [-m median|mean] [-G N]
- *                   [-Z fp16|bf16] [-O cpu|sleep]
+ *                   [-Z fp16|bf16] [-O cpu|sleep] [-D host|cuda]
  *
  * Started by a PMIx launcher (srun --mpi=pmix, mpirun); rank 0 prints one
  * row per size, out of place then in place, with nccl-tests' columns, so
@@ -37,6 +37,16 @@
  * 1 - (total - compute) / comm, clamped to [0, 1]: 1 when the
  * communication vanished behind the computation, 0 when it added its full
  * time.
+ *
+ * Device mode (-D cuda): the buffers are on the task's GPU, allocated,
+ * filled and read back through the GPU module (runtime/gpu/devbuf.h), so
+ * this tool never links CUDA; the collectives go to NCCL on a stream of
+ * the context's own. Each iteration is timed from the enqueue to the end
+ * of a wait on that stream, so times are the GPU's, not the enqueue's;
+ * input copies are waited for before the clock starts. The check copies
+ * the result back to the host and compares it as the host mode does.
+ * Where there is no GPU path (no module, no driver, no device) the tool
+ * exits 77, automake's code for a skip, with one line saying why.
  */
 #include "config.h"
 
@@ -53,6 +63,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu/devbuf.h"
+
 typedef enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_ALLGATHER } coll_t;
 enum { OV_CPU = 1, OV_SLEEP = 2 };
 
@@ -68,6 +80,7 @@ typedef struct opts {
     int groups; /* allreduce: split into this many buffers, one grouped call */
     rp_compression_t compression; /* -Z: through rp_allreduce_group_opts */
     int overlap;                  /* -O: 0, OV_CPU or OV_SLEEP */
+    bool device;                  /* -D cuda: buffers on the GPU */
     rp_op_t op;
     rp_dtype_t dtype;
 } opts_t;
@@ -130,6 +143,9 @@ static void usage(FILE *out)
         "                        computation as long (a loop, or a sleep as\n"
         "                        while a GPU computes), both together, and\n"
         "                        the fraction of communication hidden\n"
+        "  -D, --device host|cuda  where the buffers are (default host); cuda:\n"
+        "                        this task's GPU, through NCCL; exit 77 (skip)\n"
+        "                        where there is no GPU path. Not with -Z or -O\n"
         "Size is the buffer in bytes (allgather: the whole output). time is\n"
         "in microseconds; algbw = size / time; busbw = algbw * 2(n-1)/n for\n"
         "allreduce, (n-1)/n for allgather, 1 for broadcast (GB/s = 1e9 B/s).\n"
@@ -208,6 +224,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         {"group", required_argument, NULL, 'G'},
         {"compress", required_argument, NULL, 'Z'},
         {"overlap", required_argument, NULL, 'O'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -234,7 +251,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         argv++;
         argc--;
     }
-    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:Z:O:h", longopts,
+    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:Z:O:D:h", longopts,
                              NULL)) != -1) {
         bool ok = true;
 
@@ -289,6 +306,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
                                                         : 0;
             ok = o->overlap != 0;
             break;
+        case 'D':
+            ok = strcmp(optarg, "host") == 0 || strcmp(optarg, "cuda") == 0;
+            o->device = strcmp(optarg, "cuda") == 0;
+            break;
         case 'm':
             ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0;
             o->mean = strcmp(optarg, "mean") == 0;
@@ -315,6 +336,19 @@ static int parse_args(int argc, char **argv, opts_t *o)
          o->all_types)) {
         fprintf(stderr, "ringpoint-bench: -Z compresses float32 allreduce "
                 "only (-d float)\n");
+        return 64;
+    }
+    /* NCCL sends the data type as it is, and the overlap table measures a
+     * host computation beside host progress: neither means anything for
+     * device buffers, so they are refused rather than silently ignored. */
+    if (o->device && o->compression != RP_COMPRESSION_DEFAULT) {
+        fprintf(stderr, "ringpoint-bench: -Z (wire compression) is a host-path "
+                "feature: not with -D cuda\n");
+        return 64;
+    }
+    if (o->device && o->overlap) {
+        fprintf(stderr, "ringpoint-bench: -O (overlap of non-blocking calls with "
+                "host computation) is a host-path measure: not with -D cuda\n");
         return 64;
     }
     return 0;
@@ -464,7 +498,7 @@ static int64_t want_gather(size_t i, void *arg)
     return bg_input(i % w->per_rank, (int)(i / w->per_rank));
 }
 
-/* ---- one row --------------------------------------------------------- */
+/* ---- a row's result and input ---------------------------------------- */
 
 typedef struct result {
     double time_us; /* median or mean of per-iteration max over ranks */
@@ -488,6 +522,115 @@ static void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf,
         store_int(t, buf, i, v);
     }
 }
+
+/* ---- buffers: host memory, or the GPU's with -D cuda ----------------- */
+
+/* One row's buffers. */
+typedef struct bufs {
+    void *pristine; /* this rank's input, filled on the host */
+    void *in;       /* what the collectives read: pristine, or its device copy */
+    void *out;      /* the output, where the collectives write */
+    void *host_out; /* -D cuda: the output copied back for the check */
+} bufs_t;
+
+static void *buf_alloc(const opts_t *o, size_t bytes)
+{
+    void *p = NULL;
+
+    if (o->device) {
+        return rp__gpu_devbuf_alloc(g_ctx, bytes, &p) == RP_OK ? p : NULL;
+    }
+    /* Page-aligned, like framework tensors. */
+    return posix_memalign(&p, 4096, bytes) == 0 ? p : NULL;
+}
+
+static void buf_free(const opts_t *o, void *p)
+{
+    if (o->device) {
+        rp__gpu_devbuf_free(g_ctx, p);
+    } else {
+        free(p);
+    }
+}
+
+/* memset and memcpy; on the device enqueued on the context's stream, in
+ * order with the collectives, and done at the next buf_sync. */
+static rp_status_t buf_set(const opts_t *o, void *p, int byte, size_t bytes)
+{
+    if (o->device) {
+        return rp__gpu_devbuf_set(g_ctx, p, byte, bytes);
+    }
+    memset(p, byte, bytes);
+    return RP_OK;
+}
+
+static rp_status_t buf_copy(const opts_t *o, void *dst, const void *src,
+                            size_t bytes)
+{
+    if (o->device) {
+        return rp__gpu_devbuf_copy(g_ctx, dst, src, bytes);
+    }
+    memcpy(dst, src, bytes);
+    return RP_OK;
+}
+
+/* Device: wait until the stream ran everything enqueued (copies and
+ * collectives); a host collective is done when its call returns. */
+static rp_status_t buf_sync(const opts_t *o)
+{
+    return o->device ? rp__gpu_devbuf_sync(g_ctx) : RP_OK;
+}
+
+static void bufs_free(const opts_t *o, bufs_t *b)
+{
+    if (b->in != b->pristine) {
+        buf_free(o, b->in);
+    }
+    free(b->pristine);
+    buf_free(o, b->out);
+    free(b->host_out);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Allocate a row's buffers, fill the input (@in_bytes) and clear the
+ * output (@out_bytes) before anything is timed, so that first-touch
+ * faults stay out of the figures. */
+static bool bufs_prepare(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                         size_t count, size_t out_bytes, bufs_t *b)
+{
+    const size_t in_bytes = count * rp_dtype_size(t);
+    rp_status_t st;
+
+    memset(b, 0, sizeof(*b));
+    /* +64: a zero-sized row still gets distinct buffers. */
+    if (posix_memalign(&b->pristine, 4096, in_bytes + 64) != 0) {
+        b->pristine = NULL;
+        return false;
+    }
+    b->in = o->device ? buf_alloc(o, in_bytes + 64) : b->pristine;
+    b->out = buf_alloc(o, out_bytes + 64);
+    b->host_out = o->device ? malloc(out_bytes + 64) : NULL;
+    if (b->in == NULL || b->out == NULL ||
+        (o->device && b->host_out == NULL)) {
+        bufs_free(o, b);
+        return false;
+    }
+    fill(o, t, op, b->pristine, count);
+    st = buf_set(o, b->out, 0, out_bytes + 64);
+    if (st == RP_OK && b->in != b->pristine) {
+        st = buf_copy(o, b->in, b->pristine, in_bytes);
+    }
+    if (st == RP_OK) {
+        st = buf_sync(o);
+    }
+    if (st != RP_OK) {
+        bufs_free(o, b);
+        return false;
+    }
+    return true;
+}
+
+/* ---- one row --------------------------------------------------------- */
 
 /* -G: buffer k of @groups gets a share of @count proportional to
  * 1 + k % 3, so neighbours differ in size (and some may be empty).
@@ -574,21 +717,82 @@ static bool summarize(const opts_t *o, double *times, double *out)
     return true;
 }
 
+static const char *coll_name(coll_t c)
+{
+    return c == COLL_ALLREDUCE ? "allreduce"
+           : c == COLL_BROADCAST ? "broadcast"
+                                 : "allgather";
+}
+
+/* Prepare an iteration (untimed): poison the output before the checked
+ * one, restore the input of an in-place one, and on the device wait for
+ * those copies so that they stay out of the timed region. */
+static rp_status_t prepare_iter(const opts_t *o, bool checked, bool inplace,
+                                const bufs_t *b, void *send, size_t in_bytes,
+                                size_t out_bytes)
+{
+    rp_status_t st = RP_OK;
+
+    if (checked) {
+        /* The output of earlier iterations is already right: poison it so
+         * that the checked iteration has to write every element. */
+        st = buf_set(o, b->out, 0xA5, out_bytes);
+    }
+    if (st == RP_OK && o->coll == COLL_BROADCAST) {
+        if (g_rank == o->root) {
+            st = buf_copy(o, b->out, b->in, in_bytes);
+        }
+    } else if (st == RP_OK && inplace) {
+        st = buf_copy(o, send, b->in, in_bytes);
+    }
+    return st == RP_OK ? buf_sync(o) : st;
+}
+
+/* #wrong of this rank's output (on the device: copied back first). */
+static bool count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                            size_t count, const bufs_t *b, size_t out_bytes,
+                            int64_t *wrong)
+{
+    const void *out = b->out;
+
+    if (o->device) {
+        if (buf_copy(o, b->host_out, b->out, out_bytes) != RP_OK ||
+            buf_sync(o) != RP_OK) {
+            fprintf(stderr, "ringpoint-bench: rank %d: cannot copy the result "
+                    "back from the GPU\n", g_rank);
+            return false;
+        }
+        out = b->host_out;
+    }
+    if (o->coll == COLL_ALLREDUCE) {
+        want_ar_t w = {op, g_size};
+        *wrong = (int64_t)count_wrong(t, out, count, want_ar, &w);
+    } else if (o->coll == COLL_BROADCAST) {
+        want_bg_t w = {o->root, count};
+        *wrong = (int64_t)count_wrong(t, out, count, want_bcast, &w);
+    } else {
+        want_bg_t w = {0, count};
+        *wrong = (int64_t)count_wrong(t, out, count * (size_t)g_size,
+                                      want_gather, &w);
+    }
+    return true;
+}
+
 /*
  * @count: elements per rank (the buffer for allreduce and broadcast).
- * pristine: this rank's input, kept intact; buf: the output (allgather:
+ * b->in: this rank's input, kept intact; b->out: the output (allgather:
  * size * count elements).
  */
 static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
-                    bool inplace, const void *pristine, void *buf,
-                    double *times, result_t *res)
+                    bool inplace, const bufs_t *b, double *times,
+                    result_t *res)
 {
     const size_t es = rp_dtype_size(t);
     const size_t in_bytes = count * es;
     const size_t out_bytes =
         o->coll == COLL_ALLGATHER ? in_bytes * (size_t)g_size : in_bytes;
-    char *out = buf;
-    const void *send = pristine;
+    char *out = b->out;
+    void *send = b->in;
     rp_status_t st = RP_OK;
     int total = o->warmup + o->iters;
 
@@ -605,27 +809,23 @@ static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
     for (int it = 0; it < total; it++) {
         double t0, t1;
 
-        if (o->check && it == total - 1) {
-            /* The output of earlier iterations is already right: poison it
-             * so that the checked iteration has to write every element. */
-            memset(out, 0xA5, out_bytes);
-        }
-        if (o->coll == COLL_BROADCAST) {
-            if (g_rank == o->root) {
-                memcpy(out, pristine, in_bytes);
-            }
-        } else if (inplace) {
-            memcpy((void *)(uintptr_t)send, pristine, in_bytes);
+        st = prepare_iter(o, o->check && it == total - 1, inplace, b, send,
+                          in_bytes, out_bytes);
+        if (st != RP_OK) {
+            fprintf(stderr, "ringpoint-bench: rank %d: preparing the buffers "
+                    "failed: %s\n", g_rank, rp_status_string(st));
+            res->failed = true;
+            return;
         }
         t0 = now_us();
         st = run_once(o, t, op, send, out, count, NULL);
+        if (st == RP_OK) {
+            st = buf_sync(o); /* device: until the GPU is done */
+        }
         t1 = now_us();
         if (st != RP_OK) {
             fprintf(stderr, "ringpoint-bench: rank %d: %s failed: %s\n",
-                    g_rank, o->coll == COLL_ALLREDUCE ? "allreduce"
-                            : o->coll == COLL_BROADCAST ? "broadcast"
-                                                        : "allgather",
-                    rp_status_string(st));
+                    g_rank, coll_name(o->coll), rp_status_string(st));
             res->failed = true;
             return;
         }
@@ -638,22 +838,14 @@ static void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
         return;
     }
     if (o->check) {
-        int64_t wrong;
+        int64_t wrong = 0;
+        /* Even when this rank cannot count, it joins the sum: the others
+         * are waiting in it. */
+        bool counted = count_row_wrong(o, t, op, count, b, out_bytes, &wrong);
 
-        if (o->coll == COLL_ALLREDUCE) {
-            want_ar_t w = {op, g_size};
-            wrong = (int64_t)count_wrong(t, out, count, want_ar, &w);
-        } else if (o->coll == COLL_BROADCAST) {
-            want_bg_t w = {o->root, count};
-            wrong = (int64_t)count_wrong(t, out, count, want_bcast, &w);
-        } else {
-            want_bg_t w = {0, count};
-            wrong = (int64_t)count_wrong(t, out, count * (size_t)g_size,
-                                         want_gather, &w);
-        }
         st = rp_allreduce(g_ctx, &wrong, &res->wrong, 1, RP_DTYPE_INT64,
                           RP_OP_SUM);
-        if (st != RP_OK) {
+        if (st != RP_OK || !counted) {
             res->failed = true;
         }
     }
@@ -783,6 +975,50 @@ static void print_result(const result_t *r, size_t bytes, double bf)
     printf("  %8.2f  %6.2f  %6.2f  %6s", r->time_us, algbw, algbw * bf, wrong);
 }
 
+/* -D cuda: every rank starts its GPU path, and all learn whether every
+ * one did, so that they leave together; the first rank without one says
+ * why, in one line. 0, 77 (no GPU path here: a skip) or 2. */
+static int device_open(void)
+{
+    char why[512] = "";
+    rp_status_t mine = rp__gpu_devbuf_open(g_ctx, "ringpoint-bench -D cuda",
+                                           why, sizeof(why));
+    /* One MIN allreduce carries both the first failing rank and whether
+     * its failure is a skip. (A broadcast of the verdict after it, right
+     * before the ranks leave, was seen to fail on a rank still connecting
+     * to one that had already finalized.) */
+    int32_t key = mine == RP_OK                 ? 2 * g_size
+                  : mine == RP_ERR_NOT_SUPPORTED ? 2 * g_rank
+                                                 : 2 * g_rank + 1;
+    int first;
+    bool skip;
+
+    if (rp_allreduce(g_ctx, &key, &key, 1, RP_DTYPE_INT32, RP_OP_MIN) !=
+        RP_OK) {
+        fprintf(stderr, "ringpoint-bench: rank %d: cannot agree on the GPU "
+                "path with the other ranks\n", g_rank);
+        return 2;
+    }
+    first = key / 2;
+    skip = key % 2 == 0;
+    if (first == g_size) {
+        return 0;
+    }
+    if (mine == RP_OK) {
+        rp__gpu_devbuf_close(g_ctx);
+    }
+    if (g_rank == first) {
+        char who[32] = "";
+
+        if (g_size > 1) {
+            snprintf(who, sizeof(who), "rank %d: ", g_rank);
+        }
+        fprintf(stderr, "ringpoint-bench: %s-D cuda: %s%s\n",
+                skip ? "SKIP: " : "", who, why);
+    }
+    return skip ? 77 : 2;
+}
+
 int main(int argc, char **argv)
 {
     rp_context_attr_t attr;
@@ -817,6 +1053,13 @@ int main(int argc, char **argv)
         rp_finalize(g_ctx);
         return 64;
     }
+    if (o.device) {
+        rc = device_open();
+        if (rc != 0) {
+            rp_finalize(g_ctx);
+            return rc;
+        }
+    }
     bf = bus_factor(o.coll, g_size);
 
     if (g_rank == 0) {
@@ -824,10 +1067,19 @@ int main(int argc, char **argv)
                             : o.coll == COLL_BROADCAST ? "broadcast"
                                                        : "allgather";
         printf("# ringpoint-bench %s: %s, %d ranks on %d nodes, minBytes %zu "
-               "maxBytes %zu step %g iters %d warmup %d check %d%s\n",
+               "maxBytes %zu step %g iters %d warmup %d check %d%s%s\n",
                PACKAGE_VERSION, cname, g_size, attr.node_count, o.min_bytes,
                o.max_bytes, o.factor, o.iters, o.warmup, o.check ? 1 : 0,
-               o.groups > 1 && o.coll == COLL_ALLREDUCE ? " grouped" : "");
+               o.groups > 1 && o.coll == COLL_ALLREDUCE ? " grouped" : "",
+               o.device ? " device cuda" : "");
+        if (o.device) {
+            int dev = -1;
+
+            (void)rp_cuda_device(g_ctx, &dev);
+            printf("# device: buffers on each task's GPU (rank 0: CUDA device "
+                   "%d), NCCL; time: enqueue to the end of a stream wait\n",
+                   dev);
+        }
         if (o.groups > 1 && o.coll == COLL_ALLREDUCE) {
             printf("# each row: %d buffers in one rp_allreduce_group\n", o.groups);
         }
@@ -884,7 +1136,7 @@ int main(int argc, char **argv)
                                                            : count;
                 size_t out_bytes = bytes;
                 result_t res[2];
-                void *pristine = NULL, *buf = NULL;
+                bufs_t b;
                 double *times;
 
                 if (bytes == last) {
@@ -892,27 +1144,22 @@ int main(int argc, char **argv)
                 }
                 last = bytes;
                 times = calloc((size_t)o.iters, sizeof(*times));
-                /* Page-aligned, like framework tensors, and touched before
-                 * timing so first-touch faults stay out of the figures. */
                 if (times == NULL ||
-                    posix_memalign(&pristine, 4096, per_rank * es + 64) != 0 ||
-                    posix_memalign(&buf, 4096, out_bytes + 64) != 0) {
-                    fprintf(stderr, "ringpoint-bench: out of memory at %zu B\n",
-                            bytes);
+                    !bufs_prepare(&o, t, op, per_rank, out_bytes, &b)) {
+                    fprintf(stderr, "ringpoint-bench: rank %d: out of %s "
+                            "memory at %zu B\n", g_rank,
+                            o.device ? "device" : "host", bytes);
                     exit_status = 2;
                     free(times);
-                    free(pristine);
                     goto out;
                 }
-                memset(buf, 0, out_bytes + 64);
-                fill(&o, t, op, pristine, per_rank);
                 for (int ip = 0; ip < 2; ip++) {
                     if (ip == 1 && o.overlap) {
                         overlap_t ov;
 
                         res[1].failed = false;
 
-                        if (!run_overlap(&o, t, op, per_rank, pristine, buf,
+                        if (!run_overlap(&o, t, op, per_rank, b.in, b.out,
                                          res[0].time_us, times, &ov)) {
                             res[1].failed = true;
                         } else if (g_rank == 0) {
@@ -928,14 +1175,13 @@ int main(int argc, char **argv)
                         res[1].time_us = 0;
                         res[1].wrong = -1;
                     } else {
-                        run_row(&o, t, op, per_rank, ip == 1, pristine, buf,
-                                times, &res[ip]);
+                        run_row(&o, t, op, per_rank, ip == 1, &b, times,
+                                &res[ip]);
                     }
                     if (res[ip].failed) {
                         exit_status = 2;
                         free(times);
-                        free(pristine);
-                        free(buf);
+                        bufs_free(&o, &b);
                         goto out;
                     }
                     if (res[ip].wrong > 0) {
@@ -956,8 +1202,7 @@ int main(int argc, char **argv)
                     bw_rows++;
                 }
                 free(times);
-                free(pristine);
-                free(buf);
+                bufs_free(&o, &b);
                 if (sz == 0) {
                     sz = 1.0 / o.factor; /* 0 then 1, 2, ... */
                 }
@@ -974,6 +1219,9 @@ int main(int argc, char **argv)
         exit_status = 1;
     }
 out:
+    if (o.device) {
+        rp__gpu_devbuf_close(g_ctx);
+    }
     rp_finalize(g_ctx);
     return exit_status;
 }

@@ -88,6 +88,46 @@ test_bench_mpirun_and_companions() {
     fi
 }
 
+# Device mode (-D cuda). Without a GPU path (no module, no CUDA driver, no
+# device, as in CI) it must skip at once: exit 77 and one line saying why.
+# Where ringpoint-info sees a GPU it runs a small device benchmark, one
+# rank per GPU as NCCL allows, and nothing may be wrong.
+test_bench_device_mode() {
+    local out rc=0
+    if ringpoint-info -b 2>/dev/null | grep -q '^  gpu 0:'; then
+        out=$(srun --mpi=pmix -N1 -n1 ringpoint-bench -D cuda -b 8 -e 64M -f 8 \
+            -n 5 -w 2 -d all 2>&1) || fail "device bench exited $?"
+        bench_ok "$out"
+        assert_contains "$out" "device cuda"
+        out=$(srun --mpi=pmix -N1 -n1 ringpoint-bench broadcast -D cuda -b 8 \
+            -e 1M -f 32 -n 3 -w 1 2>&1) || fail "device broadcast exited $?"
+        bench_ok "$out"
+        return
+    fi
+    # (srun's own "srun: error: ... exit code 77" lines are not counted.)
+    out=$(srun --mpi=pmix -N1 -n1 ringpoint-bench -D cuda -b 8 -e 1M 2>&1) || rc=$?
+    echo "$out"
+    assert_eq "$rc" 77 "exit status of -D cuda without a GPU"
+    out=$(echo "$out" | grep -v '^srun: ')
+    assert_eq "$(echo "$out" | wc -l)" 1 "lines printed by the skip"
+    echo "$out" | grep -Eq '^ringpoint-bench: SKIP: -D cuda: (no CUDA device: .+|the GPU module .+ cannot be loaded: .+)$' ||
+        fail "the skip does not say why"
+    # Every rank of a larger job skips together, and only one says so.
+    rc=0
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench -D cuda 2>&1) || rc=$?
+    echo "$out"
+    assert_eq "$rc" 77 "exit status of -D cuda on 3 ranks"
+    out=$(echo "$out" | grep -v '^srun: ')
+    assert_eq "$(echo "$out" | wc -l)" 1 "lines printed by 3 ranks skipping"
+    assert_contains "$out" "SKIP: -D cuda: rank 0: "
+    # With the module missing the line names it.
+    rc=0
+    out=$(RINGPOINT_GPU_MODULE=/nonexistent/ringpoint-nccl.so ringpoint-bench \
+        -D cuda 2>&1) || rc=$?
+    assert_eq "$rc" 77 "exit status without the module"
+    assert_contains "$out" "the GPU module /nonexistent/ringpoint-nccl.so cannot be loaded"
+}
+
 test_bench_rejects_bad_arguments() {
     local rc=0
     ringpoint-bench -o nosuchop >/dev/null 2>&1 || rc=$?
@@ -101,6 +141,15 @@ test_bench_rejects_bad_arguments() {
     rc=0
     ringpoint-bench -O gpu >/dev/null 2>&1 || rc=$?
     assert_eq "$rc" 64 "exit status for a bad overlap mode"
+    rc=0
+    ringpoint-bench -D gpu >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for a bad device"
+    rc=0
+    ringpoint-bench -D cuda -O sleep >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for overlap on the device"
+    rc=0
+    ringpoint-bench -D cuda -Z fp16 >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for compression on the device"
 }
 
 run_all
