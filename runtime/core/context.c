@@ -109,6 +109,9 @@ err_free:
     return status;
 }
 
+/* How long rp_finalize waits for the other ranks to arrive. */
+#define RP_FINALIZE_TIMEOUT_NS (10ull * 1000000000ull)
+
 void rp_finalize(rp_context_h ctx)
 {
     if (ctx == NULL) {
@@ -118,6 +121,22 @@ void rp_finalize(rp_context_h ctx)
      * committed (it needs them). */
     rp__ckpt_engine_destroy(ctx);
     rp__gpu_finalize(ctx);
+    /* Every rank's last messages are delivered before any tears its
+     * transport down: a receiver may still have to reach the sender (a
+     * broadcast just before rp_finalize failed with a UCX shared-memory
+     * error otherwise). Bounded, so that a rank that left after an error
+     * of its own, while the others wait in another collective, still goes
+     * away soon and lets them see it fail. */
+    if (ctx->comm != NULL && ctx->comm->broken == RP_OK &&
+        ctx->comm->size > 1) {
+        uint64_t t = ctx->comm->timeout_ns;
+
+        if (t == 0 || t > RP_FINALIZE_TIMEOUT_NS) {
+            ctx->comm->timeout_ns = RP_FINALIZE_TIMEOUT_NS;
+        }
+        (void)rp__comm_barrier(ctx->comm);
+        ctx->comm->timeout_ns = t;
+    }
     rp__comm_quiesce(ctx->comm);
     rp__transport_destroy(ctx->transport);
     rp__comm_destroy(ctx->comm);

@@ -131,7 +131,7 @@ test_options_reach_every_task() {
     local out
     cd "$RP_WORK"
     out=$(srun -N2 -n2 --ckpt-dir=ck/%u-%j --ckpt-keep=3 --ckpt-requeue=2 \
-        --ckpt-signal=sigusr2 sh -c 'env | grep ^RINGPOINT_ | sort' | sort -u)
+        --ckpt-signal=sigusr2 sh -c 'env | grep ^RINGPOINT_CKPT_ | sort' | sort -u)
     echo "$out"
     assert_eq "$(echo "$out" | wc -l)" 4 "distinct lines from 2 tasks"
     assert_contains "$out" "RINGPOINT_CKPT_KEEP=3"
@@ -140,6 +140,23 @@ test_options_reach_every_task() {
     # Relative to the submit directory, escapes expanded with the job's ids.
     echo "$out" | grep -Eq "^RINGPOINT_CKPT_DIR=$RP_WORK/ck/$(id -un)-[0-9]+\$" ||
         fail "RINGPOINT_CKPT_DIR not expanded as expected"
+}
+
+# The job's limits, for the stop budget: from slurmctld, on the first node
+# only (where rank 0 runs), and only for jobs that use ringpoint.
+test_job_limits_reach_the_first_node() {
+    local out
+    out=$(srun -N2 -n2 --ckpt-interval=5m sh -c \
+        'echo "$SLURM_NODEID ${RINGPOINT_SLURM_KILL_WAIT:-none} ${RINGPOINT_SLURM_GRACE_TIME:-none} ${RINGPOINT_SLURM_END_TIME:-none}"' | sort)
+    echo "$out"
+    assert_eq "$(echo "$out" | head -n1)" "0 $RP_CLUSTER_KILL_WAIT_SECS $RP_CLUSTER_GRACE_SECS 0" "node 0"
+    assert_eq "$(echo "$out" | tail -n1)" "1 none none none" "node 1"
+    out=$(srun -N1 --time=5 sh -c 'echo ${RINGPOINT_SLURM_KILL_WAIT:-none}')
+    assert_eq "$out" none "a job without ringpoint options"
+    out=$(srun -N1 --time=5 --ckpt-interval=0 sh -c 'echo $RINGPOINT_SLURM_END_TIME')
+    # A 5-minute limit: the end time is about 300 s from now.
+    [ $((out - $(date +%s))) -gt 240 ] && [ $((out - $(date +%s))) -le 300 ] ||
+        fail "RINGPOINT_SLURM_END_TIME=$out is not about 5 minutes ahead"
 }
 
 test_bare_requeue_and_no_requeue() {

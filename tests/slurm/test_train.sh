@@ -78,7 +78,12 @@ signal_one_rank() {
     for _ in $(seq 100); do
         # By process name (15 characters): the test's own shell has the
         # program's name in its command line.
-        pids=$(pgrep -x ringpoint-examp | sort -n)
+        # Only this test's (their checkpoint dir is under $RP_WORK): other
+        # clusters on this machine may train at the same time.
+        pids=$(for p in $(pgrep -x ringpoint-examp | sort -n); do
+            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+                grep -q "^RINGPOINT_CKPT_DIR=$RP_WORK/" && echo "$p"
+        done; true)
         [ "$(echo "$pids" | grep -c .)" -ge 3 ] && break
         sleep 0.1
     done
