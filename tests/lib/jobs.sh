@@ -75,13 +75,23 @@ wait_checkpoint() {
 
 digest_in() { sed -n 's/^final step=[0-9]* digest=//p' "$RP_WORK/$1.out" | tail -1; }
 
+# env_has PID VAR=VALUE...: the process's environment has all of them.
+env_has() {
+    local env p=$1
+    shift
+    env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || return 1
+    for kv in "$@"; do
+        grep -qxF -- "$kv" <<<"$env" || return 1
+    done
+}
+
 # task_pid JOB RANK: the pid of the training task of RANK of JOB.
 task_pid() {
     local p
     for p in /proc/[0-9]*; do
         [ "$(cat "$p/comm" 2>/dev/null)" = ringpoint-examp ] || continue
-        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_JOB_ID=$1" || continue
-        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_PROCID=$2" || continue
+        # Job ids are per cluster: this cluster's jobs carry its SLURM_CONF.
+        env_has "${p#/proc/}" "SLURM_CONF=$SLURM_CONF" "SLURM_JOB_ID=$1" "SLURM_PROCID=$2" || continue
         echo "${p#/proc/}"
         return 0
     done
@@ -100,7 +110,7 @@ wait_srun_gone() {
         found=
         for p in /proc/[0-9]*; do
             [ "$(cat "$p/comm" 2>/dev/null)" = srun ] || continue
-            tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_JOB_ID=$1" && found=1
+            env_has "${p#/proc/}" "SLURM_CONF=$SLURM_CONF" "SLURM_JOB_ID=$1" && found=1
         done
         [ -z "$found" ] && return 0
         sleep 0.5
