@@ -14,6 +14,8 @@ packages=(
     openmpi-bin libopenmpi-dev
     # unit tests
     libcmocka-dev
+    # the Python package (Debian's interpreter, torch, numpy) and its tests
+    python3 python3-torch python3-numpy python3-pytest
     # the cluster script and the tests
     util-linux procps coreutils
 )

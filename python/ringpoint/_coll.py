@@ -1,0 +1,107 @@
+"""Collectives on raw addresses, and the cross-rank argument check.
+
+Both bindings (NumPy here, PyTorch in ringpoint.torch) reduce a call to an
+address, an element count and an rp_dtype_t, and come through here.
+
+The check: before a collective moves any data, every rank contributes a
+64-bit signature of its arguments (kind, dtype, op, root, shape) to one
+16-byte MAX allreduce of (sig, -sig). When the maximum and the minimum
+differ the ranks disagree, and every rank knows it at the same moment, so
+they all raise MismatchError together instead of one hanging in a
+collective the others never join. The message names each rank's
+arguments (an allgather of the descriptions, on this error path only).
+RINGPOINT_CHECK=0 skips the check (a mismatch then fails in the
+transport, or hangs until RINGPOINT_COLL_TIMEOUT).
+"""
+import ctypes
+import hashlib
+import os
+
+from ringpoint import _lib
+from ringpoint._dtypes import INT64, MAX, UINT8
+from ringpoint._errors import MismatchError, check
+from ringpoint._runtime import context_handle
+
+lib = _lib.lib
+CHECK = os.environ.get("RINGPOINT_CHECK", "1") not in ("0", "no", "off")
+
+_sig = (ctypes.c_int64 * 2)()
+_sig_addr = ctypes.addressof(_sig)
+_DESC_LEN = 512
+
+
+def verify(ctx, what, desc):
+    """Raise MismatchError on every rank unless all ranks passed an equal
+    @desc (a tuple of ints and strings; its repr names it in messages)."""
+    if not CHECK:
+        return
+    h = signature(desc)
+    _sig[0] = h
+    _sig[1] = -h
+    check(lib.rp_allreduce(ctx, _sig_addr, _sig_addr, 2, INT64, MAX), what)
+    if _sig[0] == -_sig[1]:
+        return
+    raise MismatchError("%s: the ranks called it with different arguments: %s"
+                        % (what, describe_all(ctx, what, desc)))
+
+
+_sig_cache = {}
+
+
+def signature(desc):
+    """A 63-bit signature of @desc, the same in every process (Python's own
+    hash() of a string differs between processes)."""
+    h = _sig_cache.get(desc)
+    if h is None:
+        digest = hashlib.blake2b(repr(desc).encode(), digest_size=8).digest()
+        h = int.from_bytes(digest, "little") >> 1
+        if len(_sig_cache) >= 4096:
+            _sig_cache.clear()
+        _sig_cache[desc] = h
+    return h
+
+
+def describe_all(ctx, what, desc):
+    """Each rank's description of its call, gathered (error path)."""
+    mine = repr(desc).encode()[:_DESC_LEN - 1].ljust(_DESC_LEN, b"\0")
+    attr = _lib.ContextAttr()
+    attr.field_mask = 2
+    lib.rp_context_query(ctx, ctypes.byref(attr))
+    size = attr.size
+    out = ctypes.create_string_buffer(_DESC_LEN * size)
+    src = ctypes.create_string_buffer(mine, _DESC_LEN)
+    check(lib.rp_allgather(ctx, src, out, _DESC_LEN, UINT8), what)
+    parts = []
+    for r in range(size):
+        d = out.raw[r * _DESC_LEN:(r + 1) * _DESC_LEN].rstrip(b"\0").decode(
+            errors="replace")
+        parts.append("rank %d: %s" % (r, d))
+    return "; ".join(parts)
+
+
+def allreduce(ctx, send, recv, count, dtype, op, what):
+    check(lib.rp_allreduce(ctx, send, recv, count, dtype, op), what)
+
+
+def broadcast(ctx, addr, nbytes, root, what):
+    check(lib.rp_broadcast(ctx, addr, nbytes, UINT8, root), what)
+
+
+def allgather(ctx, send, recv, nbytes, what):
+    check(lib.rp_allgather(ctx, send, recv, nbytes, UINT8), what)
+
+
+def allgather_int64s(ctx, values, what):
+    """Allgather a short list of ints from every rank: a list per rank."""
+    n = len(values)
+    attr = _lib.ContextAttr()
+    attr.field_mask = 2
+    check(lib.rp_context_query(ctx, ctypes.byref(attr)), what)
+    src = (ctypes.c_int64 * n)(*values)
+    dst = (ctypes.c_int64 * (n * attr.size))()
+    check(lib.rp_allgather(ctx, src, dst, n, INT64), what)
+    return [list(dst[r * n:(r + 1) * n]) for r in range(attr.size)]
+
+
+def ctx_for(what):
+    return context_handle(what)

@@ -1,0 +1,127 @@
+"""The process's one ringpoint context: start-up, identity, shutdown."""
+import atexit
+import ctypes
+import threading
+
+from ringpoint import _lib
+from ringpoint._errors import StateError, check
+
+_lock = threading.Lock()
+_ctx = None          # rp_context_h as an int, or None
+_attr = None         # rp_context_attr_t, read once at init()
+_finalizers = []     # called before rp_finalize (e.g. waiter threads)
+
+_ALL_FIELDS = (1 << 11) - 1
+
+
+def init():
+    """Start ringpoint in this process (collective; idempotent).
+
+    Bootstraps from PMIx when started by ``srun --mpi=pmix`` or ``mpirun``,
+    else runs as rank 0 of 1. Reads the ``RINGPOINT_*`` settings the Slurm
+    plugin exported.
+    """
+    global _ctx, _attr
+    with _lock:
+        if _ctx is not None:
+            return
+        handle = _lib.ctx_t()
+        check(_lib.lib.rp_init(None, ctypes.byref(handle)), "ringpoint.init")
+        attr = _lib.ContextAttr()
+        attr.field_mask = _ALL_FIELDS
+        status = _lib.lib.rp_context_query(handle, ctypes.byref(attr))
+        if status != 0:
+            _lib.lib.rp_finalize(handle)
+            check(status, "ringpoint.init: rp_context_query")
+        _ctx, _attr = handle.value, attr
+
+
+def shutdown():
+    """Stop ringpoint (collective). Outstanding requests are completed
+    first. A later init() starts a new context."""
+    global _ctx, _attr
+    with _lock:
+        if _ctx is None:
+            return
+        for fn in list(_finalizers):
+            fn()
+        ctx, _ctx, _attr = _ctx, None, None
+    _lib.lib.rp_finalize(ctx)
+
+
+atexit.register(shutdown)
+
+
+def is_initialized():
+    """True between init() and shutdown()."""
+    return _ctx is not None
+
+
+def context_handle(what="ringpoint"):
+    """The rp_context_h (an int) for calls into libringpoint; raises
+    StateError before init()."""
+    ctx = _ctx
+    if ctx is None:
+        raise StateError("%s: ringpoint is not initialized: call init() "
+                         "first" % what)
+    return ctx
+
+
+def _field(name):
+    context_handle("ringpoint.%s()" % name)
+    return getattr(_attr, name)
+
+
+def rank():
+    """This process's rank, 0 .. size()-1."""
+    return _field("rank")
+
+
+def size():
+    """Number of ranks in the job step."""
+    return _field("size")
+
+
+def local_rank():
+    """Rank among the processes on this node."""
+    return _field("local_rank")
+
+
+def local_size():
+    """Number of processes on this node."""
+    return _field("local_size")
+
+
+def node_id():
+    """Index of this node, 0 .. node_count()-1."""
+    return _field("node_id")
+
+
+def node_count():
+    """Number of nodes in the job step."""
+    return _field("node_count")
+
+
+def node_name():
+    """Slurm node name (else the host name)."""
+    return _field("node_name").decode()
+
+
+def job_id():
+    """Slurm job id (else the PMIx namespace)."""
+    return _field("job_id").decode()
+
+
+def ckpt_interval():
+    """Periodic checkpoint interval in seconds (0: only on a stop)."""
+    return _field("ckpt_interval_s")
+
+
+def barrier():
+    """Return once every rank has called barrier()."""
+    check(_lib.lib.rp_barrier(context_handle("barrier")), "barrier")
+
+
+def library_version():
+    """Version of the libringpoint actually loaded."""
+    return _lib.lib.rp_version().decode()

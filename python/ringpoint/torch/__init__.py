@@ -1,0 +1,150 @@
+"""ringpoint for PyTorch, with Horovod's API.
+
+A Horovod script ports by changing its import::
+
+    import ringpoint.torch as hvd
+    hvd.init()
+    optimizer = hvd.DistributedOptimizer(optimizer,
+                                         named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+
+Launch with ``srun --mpi=pmix`` (or ``mpirun``); rank, size and the ring
+come from PMIx. Users of DistributedDataParallel can keep it and reduce
+through ringpoint with ``model.register_comm_hook(None,
+ringpoint.torch.ddp_comm_hook)``.
+
+Every failure raises a ringpoint.Error subclass; a collective whose
+arguments differ between ranks raises MismatchError on every rank.
+HorovodInternalError is ringpoint.CollectiveError (a rank died, the
+transport failed).
+"""
+import os as _os
+
+import torch as _torch  # noqa: F401  (fail early and clearly without torch)
+
+from ringpoint import (  # noqa: F401
+    EXIT_STOPPED, CollectiveError, Error, InvalidArgumentError, MismatchError,
+    NotSupportedError, StateError, init as _init, is_initialized, local_rank,
+    local_size, rank, shutdown as _shutdown, size,
+)
+from ringpoint import _runtime
+from ringpoint.torch.compression import Compression  # noqa: F401
+from ringpoint.torch.mpi_ops import (  # noqa: F401
+    Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,
+    allreduce, allreduce_, allreduce_async, allreduce_async_, barrier,
+    broadcast, broadcast_, broadcast_async, broadcast_async_,
+    global_process_set, grouped_allreduce, grouped_allreduce_,
+    grouped_allreduce_async, grouped_allreduce_async_, join, poll,
+    synchronize,
+)
+from ringpoint.torch.functions import (  # noqa: F401
+    allgather_object, broadcast_object, broadcast_optimizer_state,
+    broadcast_parameters,
+)
+from ringpoint.torch.optimizer import DistributedOptimizer  # noqa: F401
+from ringpoint.torch.ddp import ddp_comm_hook, make_ddp_comm_hook  # noqa: F401
+from ringpoint.torch import mpi_ops as _mpi_ops
+
+#: Horovod's name for a failed collective (a rank died, the transport failed).
+HorovodInternalError = CollectiveError
+
+
+def init(comm=None, process_sets=None):
+    """Start ringpoint (collective; idempotent). @comm and @process_sets
+    are Horovod's; only the defaults (all ranks) are supported."""
+    if comm is not None or process_sets not in (None, [], ()):
+        raise NotSupportedError("init: ringpoint runs on all ranks of the job "
+                                "step (no communicator or process sets)")
+    _init()
+
+
+def shutdown():
+    """Complete outstanding handles and stop ringpoint (collective)."""
+    if is_initialized():
+        _mpi_ops._shutdown_hook()
+    _shutdown()
+
+
+def cross_rank():
+    """This rank's node index (Horovod: rank among the nodes' local rank 0s)."""
+    return _runtime.node_id()
+
+
+def cross_size():
+    """Number of nodes."""
+    return _runtime.node_count()
+
+
+def is_homogeneous():
+    """True when every node runs the same number of ranks."""
+    return size() == local_size() * cross_size()
+
+
+def _gpu_module_present():
+    path = _os.environ.get("RINGPOINT_GPU_MODULE")
+    if not path:
+        try:
+            from ringpoint import _config
+            path = _config.GPU_MODULE
+        except ImportError:
+            return False
+    return _os.path.exists(path)
+
+
+def nccl_built():
+    """True when ringpoint's NCCL module (GPU collectives) is installed."""
+    return _gpu_module_present()
+
+
+def cuda_built():
+    """True when CUDA tensors can be reduced (the NCCL module is installed)."""
+    return _gpu_module_present()
+
+
+def rocm_built():
+    """False: ringpoint has no ROCm path."""
+    return False
+
+
+def mpi_built():
+    """False: ringpoint does not use MPI (it runs under mpirun through PMIx)."""
+    return False
+
+
+def gloo_built():
+    """False: ringpoint does not use gloo."""
+    return False
+
+
+def ccl_built():
+    """False."""
+    return False
+
+
+def ddl_built():
+    """False."""
+    return False
+
+
+def mpi_enabled():
+    """False (see mpi_built)."""
+    return False
+
+
+def gloo_enabled():
+    """False (see gloo_built)."""
+    return False
+
+
+def mpi_threads_supported():
+    """False: ringpoint does not use MPI."""
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Accepted for compatibility; ringpoint writes no timeline."""
+
+
+def stop_timeline():
+    """Accepted for compatibility."""

@@ -1,0 +1,624 @@
+"""Collectives on torch tensors with Horovod's names and semantics.
+
+Tensors are passed by address (``data_ptr()``): in-place calls write into
+the tensor's own storage, out-of-place calls into one new tensor. Every call
+is checked across ranks first (see ringpoint._coll): a mismatch in shape,
+dtype, op or root raises MismatchError on every rank. The out-of-place
+calls are differentiable: the gradient of an allreduce is an allreduce of
+the gradient, of an allgather this rank's slice of a summed gradient, of a
+broadcast the summed gradient on the root (zero elsewhere).
+"""
+import ctypes
+import itertools
+import threading
+
+import torch
+
+from ringpoint import _coll, _dtypes as D, _lib
+from ringpoint._errors import (Error, InvalidArgumentError, NotSupportedError,
+                               StateError, check)
+from ringpoint._runtime import context_handle, rank, size
+from ringpoint.torch.compression import Compression
+
+lib = _lib.lib
+
+# Horovod's op constants (values are ringpoint's rp_op_t).
+Sum = D.SUM
+Product = D.PROD
+Min = D.MIN
+Max = D.MAX
+Average = D.AVG
+
+
+class _Adasum:
+    def __repr__(self):
+        return "Adasum"
+
+
+#: Horovod's Adasum is not implemented: passing it raises NotSupportedError.
+Adasum = _Adasum()
+
+_OPS = {Sum: "Sum", Product: "Product", Min: "Min", Max: "Max",
+        Average: "Average"}
+
+_REDUCIBLE = {
+    torch.uint8: D.UINT8, torch.int32: D.INT32, torch.int64: D.INT64,
+    torch.float16: D.FLOAT16, torch.bfloat16: D.BFLOAT16,
+    torch.float32: D.FLOAT32, torch.float64: D.FLOAT64,
+}
+
+
+def _op_of(op, average, what):
+    if average is not None:
+        if op is not None:
+            raise InvalidArgumentError("%s: give op or average, not both" % what)
+        return Average if average else Sum
+    if op is None:
+        return Average
+    if op is Adasum:
+        raise NotSupportedError("%s: Adasum is not implemented by ringpoint "
+                                "(use Average or Sum)" % what)
+    if op not in _OPS:
+        raise InvalidArgumentError(
+            "%s: op %r is not one of Average, Sum, Min, Max, Product" % (what, op))
+    return op
+
+
+def _process_set(process_set, what):
+    if process_set is not None and process_set is not global_process_set:
+        raise NotSupportedError("%s: ringpoint has one process set, the "
+                                "global one" % what)
+
+
+class _GlobalProcessSet:
+    """Horovod's global process set: every rank."""
+    process_set_id = 0
+
+    def size(self):
+        return size()
+
+    def rank(self):
+        return rank()
+
+    def included(self):
+        return True
+
+
+global_process_set = _GlobalProcessSet()
+
+
+def _device_check(t, what):
+    if t.device.type == "cpu":
+        return
+    if t.device.type != "cuda":
+        raise NotSupportedError("%s: tensors on %s are not supported (cpu or "
+                                "cuda)" % (what, t.device))
+    dev = ctypes.c_int()
+    status = lib.rp_cuda_device(context_handle(what), ctypes.byref(dev))
+    if status != 0:
+        check(status, "%s: a CUDA tensor needs ringpoint's GPU module "
+              "(ringpoint-nccl.so) and a GPU" % what)
+
+
+def _tensor(t, what, inplace):
+    if not isinstance(t, torch.Tensor):
+        raise InvalidArgumentError("%s: expected a torch.Tensor, got %s"
+                                   % (what, type(t).__name__))
+    if t.is_sparse:
+        raise NotSupportedError("%s: sparse tensors are not supported" % what)
+    if inplace and not t.is_contiguous():
+        raise InvalidArgumentError(
+            "%s: the tensor is not contiguous; in-place collectives write into "
+            "its storage (call .contiguous() first, or use the out-of-place "
+            "form)" % what)
+    _device_check(t, what)
+    return t
+
+
+def _dtype(t, what):
+    try:
+        return _REDUCIBLE[t.dtype]
+    except KeyError:
+        raise NotSupportedError(
+            "%s: %s cannot be reduced (uint8, int32, int64, float16, bfloat16, "
+            "float32, float64 can)" % (what, t.dtype)) from None
+
+
+def _desc(kind, t, *extra):
+    return (kind, str(t.dtype), tuple(t.shape)) + extra
+
+
+def _scale(t, factor):
+    if factor != 1.0:
+        if t.is_floating_point():
+            t.mul_(factor)
+        else:
+            t.copy_((t * factor).to(t.dtype))
+
+
+# ---------------------------------------------------------------- handles
+
+class _Pending:
+    __slots__ = ("req", "output", "keep", "finish", "status", "what")
+
+    def __init__(self, output, keep, finish, what):
+        self.req = _lib.req_t()
+        self.output = output
+        self.keep = keep          # tensors the C side reads or writes
+        self.finish = finish      # post-processing once complete
+        self.status = None
+        self.what = what
+
+
+_handles = {}
+_next_handle = itertools.count(1)
+_handles_lock = threading.Lock()
+
+
+def _register(p):
+    with _handles_lock:
+        h = next(_next_handle)
+        _handles[h] = p
+    return h
+
+
+def _finished(p, status):
+    p.status = status
+    p.keep = None
+    check(status, p.what)
+    if p.finish is not None:
+        p.finish()
+        p.finish = None
+
+
+def poll(handle):
+    """True once the operation of @handle is complete (never blocks); then
+    synchronize() returns at once."""
+    p = _handles.get(handle)
+    if p is None:
+        raise InvalidArgumentError("poll: unknown handle %r" % (handle,))
+    if p.status is not None:
+        return True
+    done = ctypes.c_int()
+    status = lib.rp_test(ctypes.byref(p.req), ctypes.byref(done))
+    if done.value:
+        p.status = status
+    return bool(done.value)
+
+
+def synchronize(handle):
+    """Wait for the operation of @handle and return its output tensor. The
+    GIL is released while waiting."""
+    with _handles_lock:
+        p = _handles.pop(handle, None)
+    if p is None:
+        raise InvalidArgumentError("synchronize: unknown handle %r (already "
+                                   "synchronized?)" % (handle,))
+    status = p.status
+    if status is None:
+        status = lib.rp_wait(ctypes.byref(p.req))
+    _finished(p, status)
+    return p.output
+
+
+def _wait_all_handles():
+    """Complete every outstanding handle (before shutdown)."""
+    with _handles_lock:
+        pending = list(_handles.values())
+    for p in pending:
+        if p.status is None:
+            p.status = lib.rp_wait(ctypes.byref(p.req))
+
+
+# ---------------------------------------------------------------- allreduce
+
+def _start_allreduce(tensor, output, op, name, prescale, postscale, what,
+                     verify=True):
+    dt = _dtype(tensor, what)
+    ctx = context_handle(what)
+    if verify:
+        _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op],
+                                      float(prescale), float(postscale)))
+    src = tensor
+    if prescale != 1.0:
+        if output is tensor:
+            _scale(output, prescale)
+        else:
+            output.copy_(tensor)
+            _scale(output, prescale)
+            src = output
+    finish = (lambda: _scale(output, postscale)) if postscale != 1.0 else None
+    p = _Pending(output, (src, output), finish, what)
+    check(lib.rp_iallreduce(ctx, src.data_ptr(), output.data_ptr(),
+                            tensor.numel(), dt, op, ctypes.byref(p.req)), what)
+    return _register(p)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None,
+                     prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=None):
+    """Start an in-place allreduce of @tensor; returns a handle for poll()
+    and synchronize()."""
+    what = "allreduce_async_"
+    op = _op_of(op, average, what)
+    _process_set(process_set, what)
+    _tensor(tensor, what, True)
+    return _start_allreduce(tensor, tensor, op, name, prescale_factor,
+                            postscale_factor, what)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None,
+                    prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=None):
+    """Start an allreduce of @tensor into a new tensor; returns a handle."""
+    what = "allreduce_async"
+    op = _op_of(op, average, what)
+    _process_set(process_set, what)
+    _tensor(tensor, what, False)
+    tensor = tensor.contiguous()
+    return _start_allreduce(tensor, torch.empty_like(tensor), op, name,
+                            prescale_factor, postscale_factor, what)
+
+
+def _allreduce_blocking(tensor, output, op, prescale, postscale, what):
+    dt = _dtype(tensor, what)
+    ctx = context_handle(what)
+    _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op],
+                                  float(prescale), float(postscale)))
+    src = tensor
+    if prescale != 1.0:
+        if output is not tensor:
+            output.copy_(tensor)
+            src = output
+        _scale(output, prescale)
+    check(lib.rp_allreduce(ctx, src.data_ptr(), output.data_ptr(),
+                           tensor.numel(), dt, op), what)
+    if postscale != 1.0:
+        _scale(output, postscale)
+    return output
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=None):
+    """Allreduce @tensor in place (default op: Average); returns it."""
+    what = "allreduce_"
+    op = _op_of(op, average, what)
+    _process_set(process_set, what)
+    _tensor(tensor, what, True)
+    return _allreduce_blocking(tensor, tensor, op, prescale_factor,
+                               postscale_factor, what)
+
+
+class _AllreduceFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, op, prescale, postscale):
+        ctx.op, ctx.pre, ctx.post = op, prescale, postscale
+        t = tensor.contiguous()
+        return _allreduce_blocking(t, torch.empty_like(t), op, prescale,
+                                   postscale, "allreduce")
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.op not in (Sum, Average):
+            raise NotSupportedError("allreduce: no gradient for op %s (only "
+                                    "Sum and Average)" % _OPS[ctx.op])
+        return allreduce(grad, op=ctx.op, prescale_factor=ctx.pre,
+                         postscale_factor=ctx.post), None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none,
+              op=None, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=None):
+    """Allreduce @tensor into a new tensor (default op: Average); @tensor is
+    not modified. Differentiable."""
+    what = "allreduce"
+    op = _op_of(op, average, what)
+    _process_set(process_set, what)
+    _tensor(tensor, what, False)
+    compressed, cctx = compression.compress(tensor)
+    if compressed.requires_grad and torch.is_grad_enabled():
+        out = _AllreduceFn.apply(compressed, op, prescale_factor,
+                                 postscale_factor)
+    else:
+        t = compressed.contiguous()
+        out = _allreduce_blocking(t, torch.empty_like(t), op, prescale_factor,
+                                  postscale_factor, what)
+    return compression.decompress(out, cctx)
+
+
+# ---------------------------------------------------------------- grouped
+
+def _group_by_dtype(tensors):
+    groups = {}
+    for i, t in enumerate(tensors):
+        groups.setdefault(t.dtype, []).append(i)
+    return list(groups.values())
+
+
+def _start_grouped(tensors, outputs, op, compression, what, verify=True):
+    """Queue one rp_iallreduce_group per dtype; returns the _Pending list."""
+    ctx = context_handle(what)
+    if verify:
+        _coll.verify(ctx, what, ("grouped_allreduce", _OPS[op], str(compression),
+                                 tuple((str(t.dtype), tuple(t.shape))
+                                       for t in tensors)))
+    pendings = []
+    for idx in _group_by_dtype(tensors):
+        n = len(idx)
+        dt = _dtype(tensors[idx[0]], what)
+        sends = (ctypes.c_void_p * n)(*[tensors[i].data_ptr() for i in idx])
+        recvs = (ctypes.c_void_p * n)(*[outputs[i].data_ptr() for i in idx])
+        counts = (ctypes.c_size_t * n)(*[tensors[i].numel() for i in idx])
+        opts = _lib.AllreduceOpts(compression.wire_format(dt))
+        p = _Pending(None, ([tensors[i] for i in idx], [outputs[i] for i in idx]),
+                     None, what)
+        check(lib.rp_iallreduce_group(ctx, sends, recvs, counts, n, dt, op,
+                                      ctypes.byref(opts), ctypes.byref(p.req)),
+              what)
+        pendings.append(p)
+    return pendings
+
+
+class _GroupHandle:
+    """Several requests (one per dtype) behind one handle."""
+
+
+def _grouped_async(tensors, outputs, op, compression, prescale, postscale, what):
+    if prescale != 1.0:
+        for t, o in zip(tensors, outputs):
+            if o is not t:
+                o.copy_(t)
+            _scale(o, prescale)
+        tensors = outputs
+    pendings = _start_grouped(tensors, outputs, op, compression, what)
+
+    def finish():
+        for p in pendings[1:]:
+            _finished(p, lib.rp_wait(ctypes.byref(p.req)))
+        if postscale != 1.0:
+            for o in outputs:
+                _scale(o, postscale)
+    if not pendings:
+        p = _Pending(outputs, None, finish, what)
+        p.status = 0
+        return _register(p)
+    first = pendings[0]
+    first.output = outputs
+    first.finish = finish
+    return _register(first)
+
+
+def _tensor_list(tensors, what, inplace):
+    if not isinstance(tensors, (list, tuple)):
+        raise InvalidArgumentError("%s: expected a list of tensors" % what)
+    for t in tensors:
+        _tensor(t, what, inplace)
+        _dtype(t, what)
+    return list(tensors)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None,
+                             prescale_factor=1.0, postscale_factor=1.0,
+                             process_set=None, compression=Compression.none):
+    """Start an in-place fused allreduce of a list of tensors; one handle."""
+    what = "grouped_allreduce_async_"
+    op = _op_of(op, average, what)
+    _process_set(process_set, what)
+    tensors = _tensor_list(tensors, what, True)
+    return _grouped_async(tensors, tensors, op, compression, prescale_factor,
+                          postscale_factor, what)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None,
+                            prescale_factor=1.0, postscale_factor=1.0,
+                            process_set=None, compression=Compression.none):
+    """Start a fused allreduce of a list of tensors into new tensors."""
+    what = "grouped_allreduce_async"
+    op = _op_of(op, average, what)
+    _process_set(process_set, what)
+    tensors = [t.contiguous() for t in _tensor_list(tensors, what, False)]
+    outputs = [torch.empty_like(t) for t in tensors]
+    return _grouped_async(tensors, outputs, op, compression, prescale_factor,
+                          postscale_factor, what)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None,
+                       prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=None, compression=Compression.none):
+    """Fused in-place allreduce of a list of tensors; returns the list."""
+    return synchronize(grouped_allreduce_async_(
+        tensors, average, name, op, prescale_factor, postscale_factor,
+        process_set, compression))
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none,
+                      op=None, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=None):
+    """Fused allreduce of a list of tensors into new tensors (the inputs are
+    not modified); one collective per dtype instead of one per tensor."""
+    return synchronize(grouped_allreduce_async(
+        tensors, average, name, op, prescale_factor, postscale_factor,
+        process_set, compression))
+
+
+# ---------------------------------------------------------------- broadcast
+
+def _bytes_of(t):
+    return t.numel() * t.element_size()
+
+
+def _check_root(root_rank, what):
+    if not isinstance(root_rank, int) or not 0 <= root_rank < size():
+        raise InvalidArgumentError("%s: root_rank %r is not a rank (0 .. %d)"
+                                   % (what, root_rank, size() - 1))
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=None):
+    """Start an in-place broadcast of @tensor from @root_rank; a handle."""
+    what = "broadcast_async_"
+    _process_set(process_set, what)
+    _tensor(tensor, what, True)
+    _check_root(root_rank, what)
+    ctx = context_handle(what)
+    _coll.verify(ctx, what, _desc("broadcast", tensor, root_rank))
+    p = _Pending(tensor, tensor, None, what)
+    check(lib.rp_ibroadcast(ctx, tensor.data_ptr(), _bytes_of(tensor), D.UINT8,
+                            root_rank, ctypes.byref(p.req)), what)
+    return _register(p)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=None):
+    """Start a broadcast from @root_rank into a new tensor; a handle."""
+    return broadcast_async_(tensor.detach().clone(memory_format=torch.contiguous_format),
+                            root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=None):
+    """Overwrite @tensor with rank @root_rank's, in place; returns it."""
+    what = "broadcast_"
+    _process_set(process_set, what)
+    _tensor(tensor, what, True)
+    _check_root(root_rank, what)
+    ctx = context_handle(what)
+    _coll.verify(ctx, what, _desc("broadcast", tensor, root_rank))
+    _coll.broadcast(ctx, tensor.data_ptr(), _bytes_of(tensor), root_rank, what)
+    return tensor
+
+
+class _BroadcastFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank):
+        ctx.root = root_rank
+        return broadcast_(tensor.detach().clone(memory_format=torch.contiguous_format),
+                          root_rank)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = allreduce(grad, op=Sum)
+        if rank() != ctx.root:
+            g.zero_()
+        return g, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=None):
+    """Rank @root_rank's @tensor, as a new tensor on every rank; @tensor is
+    not modified. Differentiable."""
+    what = "broadcast"
+    _process_set(process_set, what)
+    _tensor(tensor, what, False)
+    _check_root(root_rank, what)
+    if tensor.requires_grad and torch.is_grad_enabled():
+        return _BroadcastFn.apply(tensor, root_rank)
+    return broadcast_(tensor.detach().clone(memory_format=torch.contiguous_format),
+                      root_rank)
+
+
+# ---------------------------------------------------------------- allgather
+
+def _allgather_blocking(tensor, what):
+    t = tensor.contiguous()
+    if t.dim() == 0:
+        t = t.reshape(1)
+    ctx = context_handle(what)
+    rest = tuple(t.shape[1:])
+    first = int(t.shape[0])
+    # One exchange gives every rank the others' first dimensions and checks
+    # the rest of the shape and the dtype.
+    sig = _coll.signature(("allgather", str(t.dtype), rest))
+    rows = _coll.allgather_int64s(ctx, [sig, first], what)
+    if any(r[0] != sig for r in rows):
+        raise _coll.MismatchError(
+            "%s: the ranks called it with different arguments: %s"
+            % (what, _coll.describe_all(ctx, what, ("allgather", str(t.dtype),
+                                                    tuple(t.shape)))))
+    firsts = [r[1] for r in rows]
+    n = size()
+    out = torch.empty((sum(firsts),) + rest, dtype=t.dtype, device=t.device)
+    row_bytes = t.element_size() * (t[0].numel() if first else
+                                    int(torch.Size(rest).numel()))
+    if all(f == first for f in firsts):
+        _coll.allgather(ctx, t.data_ptr(), out.data_ptr(), first * row_bytes, what)
+        return out, firsts
+    # Uneven first dimensions: gather padded to the longest, then pack.
+    longest = max(firsts)
+    padded = torch.empty((n * longest,) + rest, dtype=t.dtype, device=t.device)
+    mine = torch.empty((longest,) + rest, dtype=t.dtype, device=t.device)
+    mine[:first].copy_(t)
+    _coll.allgather(ctx, mine.data_ptr(), padded.data_ptr(), longest * row_bytes,
+                    what)
+    off = 0
+    for r, f in enumerate(firsts):
+        out[off:off + f].copy_(padded[r * longest:r * longest + f])
+        off += f
+    return out, firsts
+
+
+class _AllgatherFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor):
+        out, firsts = _allgather_blocking(tensor, "allgather")
+        ctx.firsts = firsts
+        ctx.shape = tensor.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = allreduce(grad, op=Sum)
+        r = rank()
+        off = sum(ctx.firsts[:r])
+        return g.narrow(0, off, ctx.firsts[r]).reshape(ctx.shape)
+
+
+def allgather(tensor, name=None, process_set=None):
+    """Concatenate every rank's @tensor along dimension 0 (the first
+    dimensions may differ between ranks, the rest of the shape may not).
+    Differentiable."""
+    what = "allgather"
+    _process_set(process_set, what)
+    _tensor(tensor, what, False)
+    if tensor.requires_grad and torch.is_grad_enabled():
+        return _AllgatherFn.apply(tensor)
+    return _allgather_blocking(tensor.detach(), what)[0]
+
+
+def allgather_async(tensor, name=None, process_set=None):
+    """allgather() behind a handle (the shapes are exchanged at once; the
+    data too: the handle is complete when returned)."""
+    out = allgather(tensor, name, process_set)
+    p = _Pending(out, None, None, "allgather_async")
+    p.status = 0
+    return _register(p)
+
+
+# ---------------------------------------------------------------- barrier, join
+
+def barrier(process_set=None):
+    """Return once every rank has called barrier()."""
+    _process_set(process_set, "barrier")
+    check(lib.rp_barrier(context_handle("barrier")), "barrier")
+
+
+def join(device=-1):
+    """Mark this rank done (Horovod's join). Every rank must call it; it
+    returns, on every rank, the rank that joined last.
+
+    ringpoint has no coordinator that lets a joined rank take part in the
+    collectives the others still run: a rank that joins while another still
+    calls collectives makes that collective fail on every rank with
+    MismatchError (not hang). Give every rank the same number of batches
+    (the samplers in ringpoint.torch do) and join at the end.
+    """
+    import time
+    ctx = context_handle("join")
+    _coll.verify(ctx, "join", ("join",))
+    # The last to arrive: latest arrival time, rank as the tie-breaker.
+    now = time.time_ns()
+    rows = _coll.allgather_int64s(ctx, [now], "join")
+    return max(range(len(rows)), key=lambda r: (rows[r][0], r))
+
+
+def _shutdown_hook():
+    try:
+        _wait_all_handles()
+    except Error:
+        pass
