@@ -78,12 +78,32 @@ class RestoreInfo(ctypes.Structure):
     ]
 
 
+class CkptRegionDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 129), ("kind", c_int),
+                ("size", c_u64)]
+
+
+class CkptDesc(ctypes.Structure):
+    _fields_ = [("step", c_u64), ("world_size", ctypes.c_uint32),
+                ("nregions", c_size), ("regions", ctypes.POINTER(CkptRegionDesc)),
+                ("path", ctypes.c_char * 4096)]
+
+
 class StepResult(ctypes.Structure):
     _fields_ = [("checkpointed", c_int), ("stop", c_int)]
 
 
 def _declare(name, restype, *argtypes):
-    fn = getattr(lib, name)
+    try:
+        fn = getattr(lib, name)
+    except AttributeError:
+        # A library older than this package: say so when it is called.
+        def missing(*_args, _name=name):
+            raise ImportError("ringpoint: %s is missing from %s: the library is "
+                              "older than the Python package (reinstall both)"
+                              % (_name, path))
+        setattr(lib, name, missing)
+        return missing
     fn.restype = restype
     fn.argtypes = list(argtypes)
     return fn
@@ -116,5 +136,12 @@ _declare("rp_restore", c_int, ctx_t, P(ctypes.c_char_p), c_size,
          P(RestoreInfo))
 _declare("rp_step", c_int, ctx_t, c_u64, P(StepResult))
 _declare("rp_checkpoint", c_int, ctx_t, c_u64)
+_declare("rp_region_update", c_int, ctx_t, ctypes.c_char_p, c_void, c_size)
+_declare("rp_region_unregister", c_int, ctx_t, ctypes.c_char_p)
+_declare("rp_ckpt_find", c_int, ctx_t, c_u64, P(CkptDesc))
+_declare("rp_ckpt_desc_free", None, P(CkptDesc))
+_declare("rp_restore_step", c_int, ctx_t, c_u64, P(ctypes.c_char_p), c_size,
+         P(RestoreInfo))
+_declare("rp_request_stop", c_int, c_int)
 _declare("rp_cuda_set_stream", c_int, ctx_t, c_void)
 _declare("rp_cuda_device", c_int, ctx_t, P(c_int))

@@ -14,19 +14,22 @@ _finalizers = []     # called before rp_finalize (e.g. waiter threads)
 _ALL_FIELDS = (1 << 11) - 1
 
 
-def init():
+def init(single=False):
     """Start ringpoint in this process (collective; idempotent).
 
     Bootstraps from PMIx when started by ``srun --mpi=pmix`` or ``mpirun``,
-    else runs as rank 0 of 1. Reads the ``RINGPOINT_*`` settings the Slurm
-    plugin exported.
+    else runs as rank 0 of 1 (always with @single: tools that read a
+    checkpoint by themselves inside a job). Reads the ``RINGPOINT_*``
+    settings the Slurm plugin exported.
     """
     global _ctx, _attr
     with _lock:
         if _ctx is not None:
             return
         handle = _lib.ctx_t()
-        check(_lib.lib.rp_init(None, ctypes.byref(handle)), "ringpoint.init")
+        params = _lib.InitParams(1, 1) if single else None  # RP_INIT_FLAG_SINGLE
+        check(_lib.lib.rp_init(ctypes.byref(params) if params else None,
+                               ctypes.byref(handle)), "ringpoint.init")
         attr = _lib.ContextAttr()
         attr.field_mask = _ALL_FIELDS
         status = _lib.lib.rp_context_query(handle, ctypes.byref(attr))
