@@ -101,6 +101,20 @@ RP_API rp_status_t rp_restore(rp_context_h ctx, const char *const names[],
  */
 #define RP_EXIT_STOPPED 75
 
+/**
+ * @brief Ask for a stop as if signal @p signo had arrived: the next
+ *        @ref rp_step of every rank checkpoints and reports the stop.
+ *
+ * For a handler of the application's own that replaced ringpoint's (a
+ * Python `signal.signal(SIGTERM, ...)` does, silently) and wants the
+ * coordinated stop to happen all the same: call this from it. Only the
+ * first request counts until the stop is taken. Async-signal-safe; needs no
+ * context.
+ * @param signo  The signal to report as the reason (SIGTERM, SIGUSR2...).
+ * @return RP_OK; RP_ERR_INVALID_ARG for a signo <= 0.
+ */
+RP_API rp_status_t rp_request_stop(int signo);
+
 /** What @ref rp_step decided. */
 typedef struct rp_step_result {
     int checkpointed; /**< A checkpoint of this step was taken (committed, or

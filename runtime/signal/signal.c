@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "signal/signal.h"
+#include "ringpoint/ckpt.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -26,6 +27,14 @@ static struct {
 
 static void rp_signal_handler(int signo)
 {
+    (void)rp_request_stop(signo);
+}
+
+rp_status_t rp_request_stop(int signo)
+{
+    if (signo <= 0) {
+        return RP_ERR_INVALID_ARG;
+    }
     /* Only async-signal-safe work here: record and return
      * (clock_gettime is on POSIX's list of safe functions). */
     if (rp_signal_first == 0) {
@@ -38,6 +47,7 @@ static void rp_signal_handler(int signo)
         }
         rp_signal_first = signo;
     }
+    return RP_OK;
 }
 
 static const char *rp_signal_label(int signo)

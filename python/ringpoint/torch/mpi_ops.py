@@ -139,7 +139,7 @@ def _scale(t, factor):
 # ---------------------------------------------------------------- handles
 
 class _Pending:
-    __slots__ = ("req", "output", "keep", "finish", "status", "what")
+    __slots__ = ("req", "output", "keep", "finish", "status", "what", "more")
 
     def __init__(self, output, keep, finish, what):
         self.req = _lib.req_t()
@@ -148,6 +148,7 @@ class _Pending:
         self.finish = finish      # post-processing once complete
         self.status = None
         self.what = what
+        self.more = ()            # a group's requests for its other dtypes
 
 
 _handles = {}
@@ -162,28 +163,38 @@ def _register(p):
     return h
 
 
-def _finished(p, status):
-    p.status = status
-    p.keep = None
-    check(status, p.what)
+def _test(p):
+    if p.status is None:
+        done = ctypes.c_int()
+        status = lib.rp_test(ctypes.byref(p.req), ctypes.byref(done))
+        if done.value:
+            p.status = status
+    return p.status is not None
+
+
+def _complete(p):
+    """Wait for every request of @p (all of them, even after an error, so
+    that none is left in flight on buffers Python may free), raise the
+    first error, then post-process."""
+    for q in (p,) + tuple(p.more):
+        if q.status is None:
+            q.status = lib.rp_wait(ctypes.byref(q.req))
+        q.keep = None
+    for q in (p,) + tuple(p.more):
+        check(q.status, q.what)
     if p.finish is not None:
-        p.finish()
-        p.finish = None
+        finish, p.finish = p.finish, None
+        finish()
 
 
 def poll(handle):
     """True once the operation of @handle is complete (never blocks); then
-    synchronize() returns at once."""
+    synchronize() returns at once and the output may be read."""
     p = _handles.get(handle)
     if p is None:
         raise InvalidArgumentError("poll: unknown handle %r" % (handle,))
-    if p.status is not None:
-        return True
-    done = ctypes.c_int()
-    status = lib.rp_test(ctypes.byref(p.req), ctypes.byref(done))
-    if done.value:
-        p.status = status
-    return bool(done.value)
+    # A grouped allreduce of several dtypes is complete when every one is.
+    return all(_test(q) for q in (p,) + tuple(p.more))
 
 
 def synchronize(handle):
@@ -194,10 +205,7 @@ def synchronize(handle):
     if p is None:
         raise InvalidArgumentError("synchronize: unknown handle %r (already "
                                    "synchronized?)" % (handle,))
-    status = p.status
-    if status is None:
-        status = lib.rp_wait(ctypes.byref(p.req))
-    _finished(p, status)
+    _complete(p)
     return p.output
 
 
@@ -206,8 +214,9 @@ def _wait_all_handles():
     with _handles_lock:
         pending = list(_handles.values())
     for p in pending:
-        if p.status is None:
-            p.status = lib.rp_wait(ctypes.byref(p.req))
+        for q in (p,) + tuple(p.more):
+            if q.status is None:
+                q.status = lib.rp_wait(ctypes.byref(q.req))
 
 
 # ---------------------------------------------------------------- allreduce
@@ -359,10 +368,6 @@ def _start_grouped(tensors, outputs, op, compression, what, verify=True):
     return pendings
 
 
-class _GroupHandle:
-    """Several requests (one per dtype) behind one handle."""
-
-
 def _grouped_async(tensors, outputs, op, compression, prescale, postscale, what):
     if prescale != 1.0:
         for t, o in zip(tensors, outputs):
@@ -373,8 +378,6 @@ def _grouped_async(tensors, outputs, op, compression, prescale, postscale, what)
     pendings = _start_grouped(tensors, outputs, op, compression, what)
 
     def finish():
-        for p in pendings[1:]:
-            _finished(p, lib.rp_wait(ctypes.byref(p.req)))
         if postscale != 1.0:
             for o in outputs:
                 _scale(o, postscale)
@@ -385,6 +388,7 @@ def _grouped_async(tensors, outputs, op, compression, prescale, postscale, what)
     first = pendings[0]
     first.output = outputs
     first.finish = finish
+    first.more = pendings[1:]
     return _register(first)
 
 
