@@ -44,18 +44,19 @@ def _array(a, what, writable):
 
 def allreduce_(a, op=AVG):
     """Reduce @a across ranks in place with @op (ringpoint.SUM, AVG, ...)."""
+    _array(a, "allreduce_", True)
     return _allreduce(a, a, op, "allreduce_")
 
 
 def allreduce(a, op=AVG):
-    """Reduce @a across ranks into a new array."""
+    """Reduce @a across ranks into a new array (@a is only read: it may be
+    read-only)."""
     np = _numpy()
     _array(a, "allreduce", False)
     return _allreduce(a, np.empty_like(a), op, "allreduce")
 
 
 def _allreduce(a, out, op, what):
-    _array(a, what, True)
     dt = _rp_dtype(a, what)
     if op not in range(len(OP_NAMES)):
         raise InvalidArgumentError("%s: op %r is not one of ringpoint.SUM, "
