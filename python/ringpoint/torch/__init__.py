@@ -44,6 +44,8 @@ from ringpoint.torch.functions import (  # noqa: F401
 )
 from ringpoint.torch.optimizer import DistributedOptimizer  # noqa: F401
 from ringpoint.torch.ddp import ddp_comm_hook, make_ddp_comm_hook  # noqa: F401
+from ringpoint.torch.checkpoint import Checkpoint, load_state_dict  # noqa: F401
+from ringpoint.torch.data import DistributedSampler  # noqa: F401
 from ringpoint.torch import mpi_ops as _mpi_ops
 
 #: Horovod's name for a failed collective (a rank died, the transport failed).

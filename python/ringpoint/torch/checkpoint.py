@@ -1,0 +1,591 @@
+"""Checkpointing PyTorch training state through libringpoint.
+
+    ckpt = ringpoint.torch.Checkpoint(model=model, optimizer=opt,
+                                      scheduler=sched, sampler=sampler)
+    start = ckpt.restore()                  # completed steps; 0: fresh
+    for step in range(start, steps):
+        train_one_step()
+        if ckpt.step(step + 1):             # collective, cheap when nothing is due
+            sys.exit(ringpoint.EXIT_STOPPED)
+
+What is stored, as libringpoint regions (no copies, no pickle):
+- ``m/<key>``: each tensor of ``model.state_dict()``, replicated (striped
+  across the ranks' shards, restorable on any world size);
+- ``o/<index>/<key>/<dtype>/<shape>``: each tensor of the optimizer's state
+  (created lazily by its first step: registered when it appears), the dtype
+  and shape in the name so a fresh optimizer can be given its state back;
+- ``rp/meta``: JSON (replicated, so it must be the same on every rank): the
+  step, the optimizer's hyper-parameters and non-tensor state, the
+  scheduler's, the sampler's and ``extra``'s state_dict(); a checkpoint can
+  never run code when it is loaded;
+- ``rp/rng``: this rank's RNG states (torch, NumPy, ``random``), per rank:
+  restored only on the same world size.
+Before each rp_step the regions are matched against the live tensors: a
+tensor that moved (load_state_dict, .to(), a new optimizer state) is
+re-registered at its new address, never read from the old one.
+"""
+import array
+import ctypes
+import json
+import random
+import signal
+import struct
+import warnings
+
+import torch
+
+from ringpoint import _lib
+from ringpoint._errors import (CorruptError, InvalidArgumentError,
+                               NotFoundError, check)
+from ringpoint._runtime import context_handle, init, is_initialized, rank, size
+
+lib = _lib.lib
+REPLICATED, PER_RANK = 0, 1
+NAME_MAX = 128
+_PARTS = ("model", "optimizer", "scheduler", "sampler", "rng", "extra")
+
+
+def _bytes_of(t):
+    return t.numel() * t.element_size()
+
+
+def _dtype_name(dt):
+    return str(dt).split(".")[-1]
+
+
+class _Region:
+    __slots__ = ("name", "kind", "addr", "size", "keep")
+
+    def __init__(self, name, kind, addr, size, keep):
+        self.name, self.kind, self.addr, self.size, self.keep = \
+            name, kind, addr, size, keep
+
+
+class _RNG:
+    """This rank's RNG states in one fixed-size binary buffer."""
+    _TAIL = struct.Struct("<qqdqqd")   # np pos, has_gauss, cached; py version, has_gauss, gauss
+
+    def __init__(self):
+        self.np = None
+        try:
+            import numpy
+            self.np = numpy
+        except ImportError:
+            pass
+        self.torch_len = torch.get_rng_state().numel()
+        self.size = self.torch_len + 624 * 4 + 625 * 4 + self._TAIL.size
+        self.buf = torch.zeros(self.size, dtype=torch.uint8)
+
+    def capture(self):
+        b = self.buf
+        b[:self.torch_len].copy_(torch.get_rng_state())
+        o = self.torch_len
+        npos, nhas, ncached = 0, 0, 0.0
+        if self.np is not None:
+            _, keys, npos, nhas, ncached = self.np.random.get_state()
+            b[o:o + 2496].copy_(torch.from_numpy(keys.astype("<u4").view("u1")))
+        o += 2496
+        version, internal, gauss = random.getstate()
+        b[o:o + 2500].copy_(torch.frombuffer(bytearray(array.array("I", internal).tobytes()),
+                                             dtype=torch.uint8))
+        o += 2500
+        tail = self._TAIL.pack(npos, nhas, ncached, version,
+                               gauss is not None, gauss or 0.0)
+        b[o:].copy_(torch.frombuffer(bytearray(tail), dtype=torch.uint8))
+
+    def apply(self):
+        b = self.buf
+        torch.set_rng_state(b[:self.torch_len].clone())
+        o = self.torch_len
+        keys = b[o:o + 2496].numpy().view("<u4").copy()
+        o += 2496
+        internal = array.array("I", b[o:o + 2500].numpy().tobytes())
+        o += 2500
+        npos, nhas, ncached, version, has_g, gauss = self._TAIL.unpack(
+            b[o:].numpy().tobytes())
+        if self.np is not None:
+            self.np.random.set_state(("MT19937", keys, npos, nhas, ncached))
+        random.setstate((version, tuple(internal), gauss if has_g else None))
+
+
+class _Meta:
+    """The JSON region; padded with spaces to a power of two so that its
+    size (and so the region table) changes rarely."""
+
+    def __init__(self):
+        self.buf = None
+        self.text = b""
+
+    def set(self, obj):
+        text = json.dumps(obj, separators=(",", ":"), sort_keys=True,
+                          allow_nan=True).encode()
+        cap = 4096
+        while cap < len(text):
+            cap *= 2
+        if self.buf is None or self.buf.numel() != cap:
+            self.buf = torch.empty(cap, dtype=torch.uint8)
+        if text != self.text:
+            self.buf.fill_(0x20)
+            self.buf[:len(text)].copy_(torch.frombuffer(bytearray(text),
+                                                        dtype=torch.uint8))
+            self.text = text
+
+    def get(self):
+        return json.loads(bytes(self.buf.numpy()).decode())
+
+
+def _jsonable(obj, what):
+    """@obj if JSON can carry it (tuples become lists), else a clear error:
+    a checkpoint stores no pickle."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v, what) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v, what) for k, v in obj.items()}
+    if isinstance(obj, torch.Tensor) and obj.numel() == 1:
+        return obj.item()
+    raise InvalidArgumentError(
+        "Checkpoint: %s holds a %s, which a checkpoint cannot store (it keeps "
+        "no pickle, so that loading one can never run code); keep plain "
+        "numbers, strings, lists and dicts there" % (what, type(obj).__name__))
+
+
+def _like(template, value):
+    """JSON's lists back to the tuples the template had."""
+    if isinstance(template, tuple) and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+class Checkpoint:
+    """Periodic and stop checkpoints of a PyTorch training loop; see the
+    module's documentation. Every argument is optional.
+
+    @model, @optimizer: their tensors are stored without copies.
+    @scheduler, @sampler, @extra: anything with state_dict() /
+    load_state_dict() whose state is plain data (numbers, strings, lists,
+    dicts), or for @extra a dict (updated in place on restore).
+    @sampler: ringpoint.torch.DistributedSampler resumes at the exact
+    sample (see ringpoint.torch.data).
+    @rng: store this rank's torch / NumPy / random states (default True).
+    """
+
+    def __init__(self, model=None, optimizer=None, scheduler=None,
+                 sampler=None, extra=None, rng=True):
+        if not is_initialized():
+            init()
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.sampler, self.extra = sampler, extra
+        self._rng = _RNG() if rng else None
+        self._meta = _Meta()
+        self._regions = {}          # name -> _Region, as libringpoint has it
+        self._restored = False
+        self._step = 0
+        self._sigterm = None
+        self._warned_signal = False
+        self.last = None            # the last rp_step's result
+
+    # ------------------------------------------------------------ the table
+
+    def _params(self):
+        if self.optimizer is None:
+            return []
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def _wanted(self, with_meta=True):
+        """name -> (kind, tensor) for everything stored now."""
+        want = {}
+        if self.model is not None:
+            for key, t in self.model.state_dict().items():
+                want[self._name("m/" + key)] = (REPLICATED, t)
+        if self.optimizer is not None:
+            for i, p in enumerate(self._params()):
+                for key, t in self.optimizer.state.get(p, {}).items():
+                    if isinstance(t, torch.Tensor) and t.dim() > 0:
+                        want[self._opt_name(i, key, t)] = (REPLICATED, t)
+        if with_meta:
+            want["rp/meta"] = (REPLICATED, self._meta.buf)
+        if self._rng is not None:
+            want["rp/rng"] = (PER_RANK, self._rng.buf)
+        return want
+
+    @staticmethod
+    def _name(name):
+        if len(name) <= NAME_MAX and all(0x21 <= ord(c) <= 0x7e for c in name):
+            return name
+        import hashlib
+        return name[:2] + "~" + hashlib.blake2b(name.encode(), digest_size=16).hexdigest()
+
+    @staticmethod
+    def _opt_name(index, key, t):
+        name = "o/%d/%s/%s/%s" % (index, key, _dtype_name(t.dtype),
+                                  "x".join(str(d) for d in t.shape))
+        if len(name) > NAME_MAX or not all(0x21 <= ord(c) <= 0x7e for c in name):
+            raise InvalidArgumentError(
+                "Checkpoint: optimizer state %r of parameter %d: its region "
+                "name %r is longer than %d characters" % (key, index, name,
+                                                          NAME_MAX))
+        return name
+
+    def _sync(self, want):
+        """Make libringpoint's table what @want says (same calls on every
+        rank: the state is the same everywhere)."""
+        ctx = context_handle("Checkpoint")
+        for name in [n for n in self._regions if n not in want]:
+            check(lib.rp_region_unregister(ctx, name.encode()),
+                  "Checkpoint: unregister %s" % name)
+            del self._regions[name]
+        for name, (kind, t) in want.items():
+            if t.device.type != "cpu" and not t.is_cuda:
+                raise InvalidArgumentError("Checkpoint: %s is on %s" % (name, t.device))
+            if not t.is_contiguous():
+                raise InvalidArgumentError(
+                    "Checkpoint: %s is not contiguous; its storage cannot be "
+                    "registered without a copy" % name)
+            addr, nbytes = t.data_ptr(), _bytes_of(t)
+            r = self._regions.get(name)
+            if r is None:
+                check(lib.rp_region_register(ctx, name.encode(), addr, nbytes, kind),
+                      "Checkpoint: register %s" % name)
+                self._regions[name] = _Region(name, kind, addr, nbytes, t)
+            elif r.addr != addr or r.size != nbytes:
+                check(lib.rp_region_update(ctx, name.encode(), addr, nbytes),
+                      "Checkpoint: update %s" % name)
+                r.addr, r.size, r.keep = addr, nbytes, t
+            else:
+                r.keep = t
+
+    # ------------------------------------------------------------ meta
+
+    def _meta_state(self):
+        meta = {"version": 1, "step": self._step, "world_size": size()}
+        if self.model is not None:
+            meta["model"] = {k: [_dtype_name(t.dtype), list(t.shape)]
+                             for k, t in self.model.state_dict().items()}
+        if self.optimizer is not None:
+            params = self._params()
+            groups = [{k: _jsonable(v, "optimizer.param_groups")
+                       for k, v in g.items() if k != "params"}
+                      for g in self.optimizer.param_groups]
+            scalars = {}
+            for i, p in enumerate(params):
+                for key, v in self.optimizer.state.get(p, {}).items():
+                    if not (isinstance(v, torch.Tensor) and v.dim() > 0):
+                        if isinstance(v, torch.Tensor):
+                            scalars["%d/%s" % (i, key)] = {
+                                "tensor": _dtype_name(v.dtype), "value": v.item()}
+                        else:
+                            scalars["%d/%s" % (i, key)] = {
+                                "value": _jsonable(v, "optimizer state")}
+            meta["optimizer"] = {"param_groups": groups, "scalars": scalars}
+        for part in ("scheduler", "sampler"):
+            obj = getattr(self, part)
+            if obj is not None:
+                meta[part] = _jsonable(obj.state_dict(), part)
+        if self.extra is not None:
+            state = self.extra.state_dict() if hasattr(self.extra, "state_dict") \
+                else self.extra
+            meta["extra"] = _jsonable(state, "extra")
+        return meta
+
+    def _apply_meta(self, meta, parts):
+        if self.optimizer is not None and "optimizer" in parts and "optimizer" in meta:
+            om = meta["optimizer"]
+            for g, saved in zip(self.optimizer.param_groups, om["param_groups"]):
+                for k, v in saved.items():
+                    g[k] = _like(g.get(k), v)
+            params = self._params()
+            for name, s in om["scalars"].items():
+                i, key = name.split("/", 1)
+                st = self.optimizer.state[params[int(i)]]
+                if "tensor" in s:
+                    st[key] = torch.tensor(s["value"], dtype=getattr(torch, s["tensor"]))
+                else:
+                    st[key] = s["value"]
+        for part in ("scheduler", "sampler"):
+            obj = getattr(self, part)
+            if obj is not None and part in parts and part in meta:
+                obj.load_state_dict(meta[part])
+        if self.extra is not None and "extra" in parts and "extra" in meta:
+            if hasattr(self.extra, "load_state_dict"):
+                self.extra.load_state_dict(meta["extra"])
+            else:
+                self.extra.clear()
+                self.extra.update(meta["extra"])
+
+    # ------------------------------------------------------------ restore
+
+    def restore(self, only=None):
+        """Load the newest complete checkpoint (collective) and return the
+        step it was taken at (0 when there is none: start fresh).
+
+        @only: restore just these parts, e.g. ``("model",)`` for fine-tuning
+        or inference: "model", "optimizer", "scheduler", "sampler", "rng",
+        "extra". A checkpoint that fails its checks on any rank is refused
+        and the next older one used.
+        """
+        parts = set(_PARTS if only is None else only)
+        bad = parts - set(_PARTS)
+        if bad:
+            raise InvalidArgumentError("Checkpoint.restore: unknown part(s) %s "
+                                       "(known: %s)" % (sorted(bad), ", ".join(_PARTS)))
+        ctx = context_handle("Checkpoint.restore")
+        before = (1 << 64) - 1
+        while True:
+            desc = _lib.CkptDesc()
+            status = lib.rp_ckpt_find(ctx, before, ctypes.byref(desc))
+            if status == NotFoundError.status:
+                self._restored = True
+                return 0
+            check(status, "Checkpoint.restore")
+            try:
+                step = desc.step
+                table = {desc.regions[i].name.decode(): (desc.regions[i].kind,
+                                                          desc.regions[i].size)
+                         for i in range(desc.nregions)}
+                same_size = desc.world_size == size()
+            finally:
+                lib.rp_ckpt_desc_free(ctypes.byref(desc))
+            names = self._plan(table, parts, same_size)
+            arr = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
+            info = _lib.RestoreInfo()
+            status = lib.rp_restore_step(ctx, step, arr, len(names), ctypes.byref(info))
+            if status == CorruptError.status:
+                before = step
+                continue
+            check(status, "Checkpoint.restore")
+            break
+        meta = self._meta.get()
+        self._apply_meta(meta, parts)
+        if self._rng is not None and "rp/rng" in names:
+            self._rng.apply()
+        elif self._rng is not None and "rng" in parts and rank() == 0:
+            warnings.warn("ringpoint: the checkpoint of step %d was written by %d "
+                          "ranks and this job has %d: RNG states are per rank and "
+                          "were not restored" % (step, meta.get("world_size", -1), size()))
+        self._step = int(meta.get("step", step))
+        self._restored = True
+        return self._step
+
+    def _plan(self, table, parts, same_size):
+        """Register what the checkpoint of @table holds (allocating the
+        optimizer's state and the meta buffer as it says); the names to
+        restore."""
+        names = []
+        want = {}
+        kind, nbytes = table.get("rp/meta", (None, None))
+        if kind != REPLICATED:
+            raise CorruptError("Checkpoint.restore: the checkpoint has no "
+                               "ringpoint.torch metadata (was it written by "
+                               "another program?)", CorruptError.status)
+        self._meta.buf = torch.empty(nbytes, dtype=torch.uint8)
+        self._meta.text = None
+        want["rp/meta"] = (REPLICATED, self._meta.buf)
+        names.append("rp/meta")
+        current = self._wanted(with_meta=False)
+        if self.model is not None and "model" in parts:
+            for name, (k, t) in current.items():
+                if not name.startswith("m/"):
+                    continue
+                if name not in table:
+                    raise InvalidArgumentError(
+                        "Checkpoint.restore: the model's %s is not in the "
+                        "checkpoint (another model?)" % name[2:])
+                if table[name] != (REPLICATED, _bytes_of(t)):
+                    raise InvalidArgumentError(
+                        "Checkpoint.restore: the model's %s has %d bytes, the "
+                        "checkpoint %d" % (name[2:], _bytes_of(t), table[name][1]))
+                want[name] = (k, t)
+                names.append(name)
+        if self.optimizer is not None and "optimizer" in parts:
+            params = self._params()
+            for name in table:
+                if not name.startswith("o/"):
+                    continue
+                _, index, key, dtype, shape = name.split("/", 4)
+                p = params[int(index)]
+                shape = tuple(int(d) for d in shape.split("x")) if shape else ()
+                st = self.optimizer.state[p]
+                t = st.get(key)
+                if not (isinstance(t, torch.Tensor) and tuple(t.shape) == shape
+                        and _dtype_name(t.dtype) == dtype and t.is_contiguous()):
+                    t = torch.empty(shape, dtype=getattr(torch, dtype), device=p.device)
+                    st[key] = t
+                want[name] = (REPLICATED, t)
+                names.append(name)
+        if self._rng is not None and "rng" in parts and same_size and "rp/rng" in table:
+            want["rp/rng"] = (PER_RANK, self._rng.buf)
+            names.append("rp/rng")
+        # Keep whatever else is registered (e.g. the model when restoring
+        # only the optimizer) so the table stays the same on every rank.
+        for name, (k, t) in current.items():
+            want.setdefault(name, (k, t))
+        self._sync(want)
+        return names
+
+    # ------------------------------------------------------------ step
+
+    def step(self, step):
+        """The safe point, after the optimizer's step @step (collective;
+        every rank, every step). Takes the periodic checkpoint when due and
+        returns True once a stop was asked for (SIGTERM, the warning signal)
+        and its checkpoint is committed: leave the loop and exit with
+        ringpoint.EXIT_STOPPED."""
+        self._step = int(step)
+        self._meta.set(self._meta_state())
+        if self._rng is not None:
+            self._rng.capture()
+        self._sync(self._wanted())
+        self._watch_signals()
+        result = _lib.StepResult()
+        check(lib.rp_step(context_handle("Checkpoint.step"), self._step,
+                          ctypes.byref(result)), "Checkpoint.step")
+        self.last = result
+        return bool(result.stop)
+
+    def save(self, step):
+        """Take a checkpoint of @step now and wait until it is committed."""
+        self._step = int(step)
+        self._meta.set(self._meta_state())
+        if self._rng is not None:
+            self._rng.capture()
+        self._sync(self._wanted())
+        check(lib.rp_checkpoint(context_handle("Checkpoint.save"), self._step),
+              "Checkpoint.save")
+
+    # ------------------------------------------------------------ signals
+
+    def _watch_signals(self):
+        """A Python handler installed after ringpoint's own replaces it
+        (Lightning and many scripts set one): chain it, so the stop still
+        reaches ringpoint, and say so once."""
+        for signo in (signal.SIGTERM, _warning_signal()):
+            if signo is None:
+                continue
+            h = signal.getsignal(signo)
+            if callable(h) and not getattr(h, "_ringpoint_chain", False):
+                signal.signal(signo, _chain(signo, h))
+                if rank() == 0 or not self._warned_signal:
+                    warnings.warn(
+                        "ringpoint: a Python handler for %s (%s) was installed "
+                        "after ringpoint's: it would have replaced ringpoint's "
+                        "stop. ringpoint now runs first and then calls it; if "
+                        "it exits the process, no stop checkpoint is taken "
+                        "(let ringpoint.torch.Checkpoint.step() end the loop "
+                        "instead)" % (signal.Signals(signo).name,
+                                      getattr(h, "__qualname__", repr(h))),
+                        RuntimeWarning, stacklevel=3)
+                self._warned_signal = True
+
+
+def _warning_signal():
+    import os
+    name = os.environ.get("RINGPOINT_CKPT_SIGNAL", "USR2").upper()
+    name = name if name.startswith("SIG") else "SIG" + name
+    return getattr(signal, name, None)
+
+
+def _chain(signo, user_handler):
+    def handler(s, frame):
+        lib.rp_request_stop(s)
+        return user_handler(s, frame)
+    handler._ringpoint_chain = True
+    handler.__qualname__ = "ringpoint chain to %s" % getattr(
+        user_handler, "__qualname__", repr(user_handler))
+    return handler
+
+
+def load_state_dict(ckpt_dir, name="model", step=None):
+    """A plain state_dict of the model (@name "model") or of the optimizer's
+    tensors ("optimizer": {"<param index>/<key>": tensor}) from the newest
+    complete checkpoint in @ckpt_dir, or the one of @step, read by this
+    process alone: no Slurm, no other ranks, no model object needed. For
+    inference, export, or fine-tuning elsewhere. Call it before (or
+    without) ringpoint.init() in this process."""
+    import os
+    from ringpoint import _runtime
+    if name not in ("model", "optimizer"):
+        raise InvalidArgumentError("load_state_dict: name must be 'model' or "
+                                   "'optimizer', not %r" % (name,))
+    if is_initialized():
+        raise InvalidArgumentError(
+            "load_state_dict: ringpoint is initialized in this process; inside "
+            "a job use Checkpoint.restore(only=(...))")
+    if not os.path.isdir(ckpt_dir):
+        raise NotFoundError("load_state_dict: %s is not a directory" % ckpt_dir,
+                            NotFoundError.status)
+    saved = os.environ.get("RINGPOINT_CKPT_DIR")
+    os.environ["RINGPOINT_CKPT_DIR"] = os.path.abspath(ckpt_dir)
+    try:
+        _runtime.init(single=True)
+    finally:
+        if saved is None:
+            del os.environ["RINGPOINT_CKPT_DIR"]
+        else:
+            os.environ["RINGPOINT_CKPT_DIR"] = saved
+    try:
+        return _read_state(name, step)
+    finally:
+        _runtime.shutdown()
+
+
+def _read_state(name, step):
+    ctx = context_handle("load_state_dict")
+    before = (1 << 64) - 1 if step is None else int(step) + 1
+    desc = _lib.CkptDesc()
+    status = lib.rp_ckpt_find(ctx, before, ctypes.byref(desc))
+    if status == NotFoundError.status:
+        raise NotFoundError("load_state_dict: no complete checkpoint%s in %s"
+                            % ("" if step is None else " of step %d" % step,
+                               _runtime_dir()), status)
+    check(status, "load_state_dict")
+    try:
+        found = desc.step
+        table = {desc.regions[i].name.decode(): desc.regions[i].size
+                 for i in range(desc.nregions)}
+    finally:
+        lib.rp_ckpt_desc_free(ctypes.byref(desc))
+    if step is not None and found != int(step):
+        raise NotFoundError("load_state_dict: no complete checkpoint of step %d "
+                            "(the newest before it is %d)" % (step, found),
+                            NotFoundError.status)
+    if "rp/meta" not in table:
+        raise CorruptError("load_state_dict: not a ringpoint.torch checkpoint "
+                           "(no rp/meta region)", CorruptError.status)
+    meta = _Meta()
+    meta.buf = torch.empty(table["rp/meta"], dtype=torch.uint8)
+    _restore_regions(ctx, found, {"rp/meta": meta.buf})
+    info = meta.get()
+    out, regions = {}, {}
+    if name == "model":
+        for key, (dtype, shape) in info.get("model", {}).items():
+            t = torch.empty(shape, dtype=getattr(torch, dtype))
+            out[key] = t
+            regions[Checkpoint._name("m/" + key)] = t
+    else:
+        for rname in table:
+            if rname.startswith("o/"):
+                _, index, key, dtype, shape = rname.split("/", 4)
+                shape = [int(d) for d in shape.split("x")] if shape else []
+                t = torch.empty(shape, dtype=getattr(torch, dtype))
+                out["%s/%s" % (index, key)] = t
+                regions[rname] = t
+    if regions:
+        _restore_regions(ctx, found, regions)
+    return out
+
+
+def _runtime_dir():
+    import os
+    return os.environ.get("RINGPOINT_CKPT_DIR", "the checkpoint directory")
+
+
+def _restore_regions(ctx, step, regions):
+    for rname, t in regions.items():
+        check(lib.rp_region_register(ctx, rname.encode(), t.data_ptr(),
+                                     _bytes_of(t), REPLICATED),
+              "load_state_dict: register %s" % rname)
+    names = (ctypes.c_char_p * len(regions))(*[n.encode() for n in regions])
+    check(lib.rp_restore_step(ctx, step, names, len(regions), None),
+          "load_state_dict: restore step %d" % step)
