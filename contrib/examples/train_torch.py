@@ -37,8 +37,8 @@ class SyntheticImages(torch.utils.data.Dataset):
     a class pattern plus noise, made from a generator seeded by the index
     (the same on every rank and every run, no files)."""
 
-    def __init__(self, n, seed):
-        self.n, self.seed = n, seed
+    def __init__(self, n, seed, first=0):
+        self.n, self.seed, self.first = n, seed, first
         g = torch.Generator().manual_seed(seed)
         self.patterns = torch.randn(10, 3, 32, 32, generator=g)
 
@@ -46,7 +46,7 @@ class SyntheticImages(torch.utils.data.Dataset):
         return self.n
 
     def __getitem__(self, i):
-        g = torch.Generator().manual_seed(self.seed * 1000003 + i)
+        g = torch.Generator().manual_seed(self.seed * 1000003 + self.first + i)
         label = int(torch.randint(0, 10, (1,), generator=g))
         x = self.patterns[label] + 0.8 * torch.randn(3, 32, 32, generator=g)
         return x, label
@@ -117,20 +117,24 @@ def main():
     rank, size = rpt.rank(), rpt.size()
 
     train = SyntheticImages(args.samples, args.seed)
-    val = SyntheticImages(512, args.seed + 1)
+    val = SyntheticImages(512, args.seed, first=args.samples)  # unseen samples
     sampler = rpt.DistributedSampler(train, shuffle=True, seed=args.seed)
+    # Its own generator: a DataLoader draws a seed for its workers from the
+    # global RNG at every new iterator, which a resumed run makes at
+    # another moment than the uninterrupted one.
     loader = torch.utils.data.DataLoader(train, batch_size=args.batch,
-                                         sampler=sampler, drop_last=True)
+                                         sampler=sampler, drop_last=True,
+                                         generator=torch.Generator())
     val_loader = torch.utils.data.DataLoader(
-        val, batch_size=64,
+        val, batch_size=64, generator=torch.Generator(),
         sampler=rpt.DistributedSampler(val, shuffle=False))
 
     model = Net(args.width)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9,
                           weight_decay=1e-4)
+    opt = rpt.DistributedOptimizer(opt, named_parameters=model.named_parameters())
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(args.warmup, 1)))
-    opt = rpt.DistributedOptimizer(opt, named_parameters=model.named_parameters())
 
     # ringpoint: what to checkpoint; restore returns the steps already done.
     ckpt = rpt.Checkpoint(model=model, optimizer=opt, scheduler=sched,
