@@ -23,9 +23,13 @@ contrib_examples_ringpoint_example_train_LDADD = runtime/libringpoint.la -lm
 # Benchmarks beside ringpoint-bench: Open MPI's MPI_Allreduce (built when
 # configure finds mpicc) and PyTorch's gloo, both printing ringpoint-bench's
 # table; scripts/bench-allreduce.sh runs them interleaved. Installed next to
-# ringpoint-coll-check, where that script looks for them.
+# ringpoint-coll-check, where that script looks for them. The PyTorch ones
+# (ringpoint.torch beside gloo: allreduce, and a training step) share
+# benchcommon.py, which they import from their own directory.
 benchdir = $(pkglibexecdir)
-dist_bench_SCRIPTS = contrib/bench/gloo_allreduce.py
+dist_bench_SCRIPTS = contrib/bench/gloo_allreduce.py \
+	contrib/bench/torch_allreduce.py contrib/bench/torch_train_step.py
+dist_bench_DATA = contrib/bench/benchcommon.py
 # The memory roofline the ring is held against (doc/benchmarks.md).
 bench_PROGRAMS = contrib/bench/ringpoint-membw
 contrib_bench_ringpoint_membw_SOURCES = contrib/bench/membw.c
