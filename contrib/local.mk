@@ -12,7 +12,7 @@ contrib/slurm/ringpoint.conf: $(srcdir)/contrib/slurm/ringpoint.conf.in Makefile
 # installed library with pkg-config.
 examplesdir = $(pkgdatadir)/examples
 dist_examples_DATA = contrib/examples/hello.c contrib/examples/train.c \
-	contrib/examples/train.sbatch
+	contrib/examples/train.sbatch contrib/examples/horovod_train.py
 
 # The example training job, also installed ready to run: the demo and the
 # preemption tests use it.

@@ -11,6 +11,7 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
 	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
 	tests/unit/test_coll tests/unit/test_ckpt_engine tests/unit/test_budget \
+	tests/unit/test_ckpt_regions \
 	tests/unit/test_gpu_binding tests/unit/test_gpu_path
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -78,6 +79,13 @@ tests_unit_test_ckpt_engine_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_ckpt_engine_LDADD = $(UNIT_LIBS)
 tests_unit_test_ckpt_engine_LDFLAGS = $(UNIT_LINKFLAGS)
 
+# Regions that move and grow, rp_ckpt_find, rp_restore_step: the engine
+# in one process over a temporary checkpoint directory.
+tests_unit_test_ckpt_regions_SOURCES = tests/unit/test_ckpt_regions.c
+tests_unit_test_ckpt_regions_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_ckpt_regions_LDADD = $(UNIT_LIBS)
+tests_unit_test_ckpt_regions_LDFLAGS = $(UNIT_LINKFLAGS)
+
 # The GPU path's logic, without a GPU (binding, staging plan, id
 # exchange, a missing module).
 tests_unit_test_gpu_binding_SOURCES = tests/unit/test_gpu_binding.c
@@ -124,7 +132,7 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
 	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh \
 	tests/slurm/test_failure.sh tests/slurm/test_chaos.sh \
-	tests/slurm/test_gpu.sh
+	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
