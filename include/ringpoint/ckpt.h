@@ -2,8 +2,13 @@
  * @file ringpoint/ckpt.h
  * @brief Registered state, the safe point, and coordinated checkpoints.
  *
- * The application registers its state once, calls @ref rp_restore after
+ * The application registers its state, calls @ref rp_restore after
  * @ref rp_init, and calls @ref rp_step at the end of every training step.
+ * State that moves or grows (a tensor's new storage, optimizer state made
+ * after the first step) is followed with @ref rp_region_update,
+ * @ref rp_region_register and @ref rp_region_unregister between safe
+ * points; @ref rp_ckpt_find and @ref rp_restore_step let a caller look at
+ * a checkpoint's table before registering and restore exactly that one.
  * The runtime decides with all ranks when a checkpoint is due, so every rank
  * checkpoints the same step, and a checkpoint counts only once every rank's
  * shard is durable and rank 0 has committed the manifest.
@@ -43,22 +48,65 @@ typedef enum rp_region_kind {
     RP_REGION_PER_RANK = 1
 } rp_region_kind_t;
 
+/** Longest region name, in bytes (without the NUL). */
+#define RP_REGION_NAME_MAX 128
+
 /**
  * @brief Register @p size bytes at @p addr as part of the state.
  *
  * Call on every rank, in the same order, with the same names, kinds and
- * (for replicated regions) sizes, before the first @ref rp_restore or
- * @ref rp_step. The memory must stay valid until @ref rp_finalize; its
- * contents are read at each checkpoint and overwritten by a restore.
+ * sizes. Regions may be registered at any time between safe points, also
+ * after the first checkpoint or restore: the layout of the next checkpoint
+ * then includes the new region (regions of each kind in registration
+ * order), and the next collective call (@ref rp_step, @ref rp_checkpoint,
+ * @ref rp_restore, @ref rp_restore_step) checks again that every rank has
+ * the same table. The memory must stay valid until the region is
+ * unregistered, pointed elsewhere (@ref rp_region_update) or
+ * @ref rp_finalize; its contents are read at each checkpoint and
+ * overwritten by a restore.
  *
- * @param name  1 to 128 printable characters without spaces, unique.
+ * @param name  1 to @ref RP_REGION_NAME_MAX printable characters without
+ *              spaces, unique.
  * @return RP_OK; RP_ERR_INVALID_ARG for a bad name, a duplicate, or a
- *         NULL address with a non-zero size; RP_ERR_STATE after the first
- *         checkpoint or restore.
+ *         NULL address with a non-zero size; RP_ERR_NOT_SUPPORTED for GPU
+ *         memory where the GPU path does not work.
  */
 RP_API rp_status_t rp_region_register(rp_context_h ctx, const char *name,
                                       void *addr, size_t size,
                                       rp_region_kind_t kind);
+
+/**
+ * @brief Point registered region @p name at new memory and/or a new size.
+ *
+ * Local (no communication); call between safe points, on every rank alike
+ * when the size changes. Also while a background write is in flight: the
+ * checkpoint being written keeps the table and bytes of its snapshot. An
+ * address-only change takes effect at the next checkpoint and needs no
+ * check across ranks; a size change re-lays out the offsets and the table
+ * is checked across ranks again at the next collective call (the interval
+ * clock is not reset). Its kind stays. A region in GPU memory may move to
+ * other GPU memory of any size; host memory cannot become GPU memory or
+ * back (unregister and register it instead), except from or to size 0.
+ *
+ * @return RP_OK; RP_ERR_NOT_FOUND if @p name is not registered;
+ *         RP_ERR_INVALID_ARG for a NULL address with a non-zero size, a
+ *         change between host and GPU memory, or a state too large;
+ *         RP_ERR_NOT_SUPPORTED for GPU memory where the GPU path does not
+ *         work.
+ */
+RP_API rp_status_t rp_region_update(rp_context_h ctx, const char *name,
+                                    void *addr, size_t size);
+
+/**
+ * @brief Drop registered region @p name from the state.
+ *
+ * Local; call on every rank alike. The offsets of the regions after it are
+ * laid out again and the table is checked across ranks at the next
+ * collective call. A checkpoint in flight still contains it.
+ *
+ * @return RP_OK; RP_ERR_NOT_FOUND if @p name is not registered.
+ */
+RP_API rp_status_t rp_region_unregister(rp_context_h ctx, const char *name);
 
 /** What @ref rp_restore found. */
 typedef struct rp_restore_info {
@@ -89,6 +137,76 @@ typedef struct rp_restore_info {
  */
 RP_API rp_status_t rp_restore(rp_context_h ctx, const char *const names[],
                               size_t nnames, rp_restore_info_t *info);
+
+/**
+ * @brief Load exactly the checkpoint of @p step into the registered
+ *        regions: @ref rp_restore without the fall-back.
+ *
+ * Collective. The caller decides what to do when the checkpoint cannot be
+ * used (typically: @ref rp_ckpt_find with @p before_step = @p step, then
+ * register that table and try again). Nothing in the application's memory
+ * changes unless RP_OK is returned.
+ *
+ * @param step    The checkpoint's step (as in @ref rp_ckpt_desc_t::step).
+ * @param names   Regions to restore, or NULL for all registered regions.
+ * @param nnames  Number of entries in @p names.
+ * @param info    Filled in on success, info->restored = 1 (may be NULL);
+ *                zeroed otherwise.
+ * @return RP_OK; RP_ERR_NOT_FOUND (every rank) if the directory holds no
+ *         complete checkpoint of @p step; RP_ERR_CORRUPT (every rank) if
+ *         it is unusable on some rank (bad CRC, unreadable or missing
+ *         shard; logged naming the file); RP_ERR_INVALID_ARG as for
+ *         @ref rp_restore; RP_ERR_BUSY while a checkpoint is being
+ *         written; RP_ERR_IO, RP_ERR_PEER_FAILED.
+ */
+RP_API rp_status_t rp_restore_step(rp_context_h ctx, uint64_t step,
+                                   const char *const names[], size_t nnames,
+                                   rp_restore_info_t *info);
+
+/** One region of a checkpoint's table (@ref rp_ckpt_find). */
+typedef struct rp_ckpt_region_desc {
+    char name[RP_REGION_NAME_MAX + 1]; /**< NUL-terminated. */
+    rp_region_kind_t kind;             /**< As registered by its writer. */
+    uint64_t size;                     /**< Bytes. */
+} rp_ckpt_region_desc_t;
+
+/** A complete checkpoint and its region table (@ref rp_ckpt_find). */
+typedef struct rp_ckpt_desc {
+    uint64_t step;                  /**< Step it was taken at. */
+    uint32_t world_size;            /**< Ranks of the job that wrote it. */
+    size_t nregions;                /**< Entries in @ref regions. */
+    rp_ckpt_region_desc_t *regions; /**< Its table, in the writer's
+                                         registration order; owned by the
+                                         library (@ref rp_ckpt_desc_free). */
+    char path[4096];                /**< Its directory. */
+} rp_ckpt_desc_t;
+
+/**
+ * @brief Describe the newest complete checkpoint older than @p before_step.
+ *
+ * Collective. Rank 0 chooses as @ref rp_restore would (leftovers of
+ * interrupted writes removed, a quick scan of manifests and shard headers,
+ * the manifest read and checked) among the checkpoints whose step is less
+ * than @p before_step, and every rank receives the same description. The
+ * registered table is neither needed nor changed: use it to register
+ * exactly the checkpoint's regions before @ref rp_restore_step. Walk to
+ * older checkpoints by passing the step found as the next @p before_step.
+ *
+ * @param before_step  Only steps below it; UINT64_MAX: any step.
+ * @param desc         Filled in on success; zeroed otherwise. Free with
+ *                     @ref rp_ckpt_desc_free.
+ * @return RP_OK; RP_ERR_NOT_FOUND (every rank, not logged as an error) if
+ *         there is no such checkpoint; RP_ERR_INVALID_ARG (NULL @p desc),
+ *         RP_ERR_NO_MEMORY, RP_ERR_IO, RP_ERR_PEER_FAILED.
+ */
+RP_API rp_status_t rp_ckpt_find(rp_context_h ctx, uint64_t before_step,
+                                rp_ckpt_desc_t *desc);
+
+/**
+ * @brief Free what @ref rp_ckpt_find allocated in @p desc and zero it.
+ *        NULL and zeroed descriptions are fine.
+ */
+RP_API void rp_ckpt_desc_free(rp_ckpt_desc_t *desc);
 
 /**
  * @brief Exit status for a task that stopped after @ref rp_step reported

@@ -54,7 +54,8 @@ rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
         return p->write_status;
     }
     if (e->staging == NULL || e->staging_len < p->payload_len) {
-        /* The layout is frozen, so this happens once per job. */
+        /* Only when the state grew: once per job unless the application
+         * adds or grows regions. */
         rp__ckpt_io_free(e->staging);
         e->staging_len = 0;
         e->staging = rp__ckpt_io_alloc((size_t)p->payload_len);

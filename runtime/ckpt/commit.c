@@ -177,6 +177,7 @@ rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step)
     rp__ckpt_pending_t *p = &e->pend;
     rp_cm_begin_msg_t msg;
     uint64_t t0 = rp__ckpt_now_ns();
+    uint32_t i;
     rp_status_t rc;
 
     memset(&msg, 0, sizeof(msg));
@@ -203,23 +204,33 @@ rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step)
     memcpy(p->ckpt_id, msg.ckpt_id, RP_CKPT_ID_SIZE);
     rp__ckpt_name_inflight(step, msg.nonce, p->inflight, sizeof(p->inflight));
     rp__ckpt_name_committed(step, p->committed, sizeof(p->committed));
-    rc = rp__ckpt_stripe(e->stream_len, e->size, e->rank, &p->stripe_off,
+    p->stream_len = e->stream_len;
+    p->per_rank_len = e->per_rank_len;
+    rc = rp__ckpt_stripe(p->stream_len, e->size, e->rank, &p->stripe_off,
                          &p->stripe_len);
     if (rc != RP_OK) {
         return rc;
     }
-    p->payload_len = p->stripe_len + e->per_rank_len;
+    p->payload_len = p->stripe_len + p->per_rank_len;
     p->nchunks = rp__ckpt_nchunks(p->payload_len, e->chunk_size);
     p->active = true;
     /* From here on every failure is this rank's write failing: it is
      * reported through the agreement in finish, so no rank is left alone
      * in a collective. */
     p->crcs = calloc(p->nchunks > 0 ? p->nchunks : 1, sizeof(uint32_t));
-    if (p->crcs == NULL) {
-        rp_error("checkpoint step %llu: out of memory for %u CRCs",
-                 (unsigned long long)step, p->nchunks);
+    p->layout = calloc(e->nregs > 0 ? e->nregs : 1, sizeof(*p->layout));
+    if (p->crcs == NULL || p->layout == NULL) {
+        rp_error("checkpoint step %llu: out of memory for %u CRCs and %u "
+                 "regions", (unsigned long long)step, p->nchunks, e->nregs);
         p->write_status = RP_ERR_NO_MEMORY;
         return RP_OK;
+    }
+    p->nlayout = e->nregs;
+    for (i = 0; i < e->nregs; i++) {
+        memcpy(p->layout[i].name, e->regs[i].name, sizeof(p->layout[i].name));
+        p->layout[i].kind = e->regs[i].kind;
+        p->layout[i].offset = e->regs[i].offset;
+        p->layout[i].size = e->regs[i].size;
     }
     if (e->rank != 0) {
         rc = rp__ckpt_open_root(e, false);
@@ -300,30 +311,26 @@ static rp_status_t rp_cm_commit_root(rp__ckpt_engine_t *e,
     rp__ckpt_pending_t *p = &e->pend;
     rp__ckpt_manifest_t m;
     char label[RP_CKPT_LABEL_MAX], err[256];
-    uint32_t i, r;
+    uint32_t r;
     rp_status_t rc;
 
     *renamed_p = false;
     snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
-    rc = rp__ckpt_manifest_init(&m, e->size, e->nregs);
+    /* The layout of the snapshot, not the live table. */
+    rc = rp__ckpt_manifest_init(&m, e->size, p->nlayout);
     if (rc != RP_OK) {
         rp_error("%s: cannot set up the manifest", label);
         return rc;
     }
-    for (i = 0; i < e->nregs; i++) {
-        memcpy(m.regions[i].name, e->regs[i].name, sizeof(m.regions[i].name));
-        m.regions[i].kind = e->regs[i].kind;
-        m.regions[i].offset = e->regs[i].offset;
-        m.regions[i].size = e->regs[i].size;
-    }
+    memcpy(m.regions, p->layout, p->nlayout * sizeof(m.regions[0]));
     m.step = p->step;
     m.job_id = rp_cm_env_u32("SLURM_JOB_ID");
     m.restart_count = rp_cm_env_u32("SLURM_RESTART_COUNT");
     m.created_ns = p->created_ns;
     memcpy(m.ckpt_id, p->ckpt_id, RP_CKPT_ID_SIZE);
     m.chunk_size = e->chunk_size;
-    m.stream_length = e->stream_len;
-    m.per_rank_length = e->per_rank_len;
+    m.stream_length = p->stream_len;
+    m.per_rank_length = p->per_rank_len;
     rc = rp__ckpt_manifest_plan(&m, err, sizeof(err));
     if (rc != RP_OK) {
         rp_error("%s: %s", label, err);
@@ -353,14 +360,15 @@ out:
  * than another's, but computing it keeps that fact out of the protocol. */
 static uint32_t rp_cm_max_chunks(const rp__ckpt_engine_t *e)
 {
+    const rp__ckpt_pending_t *p = &e->pend;
     uint32_t r, maxn = 0;
 
     for (r = 0; r < e->size; r++) {
         uint64_t off, len;
         uint32_t n;
 
-        (void)rp__ckpt_stripe(e->stream_len, e->size, r, &off, &len);
-        n = rp__ckpt_nchunks(len + e->per_rank_len, e->chunk_size);
+        (void)rp__ckpt_stripe(p->stream_len, e->size, r, &off, &len);
+        n = rp__ckpt_nchunks(len + p->per_rank_len, e->chunk_size);
         maxn = n > maxn ? n : maxn;
     }
     return maxn;
@@ -375,6 +383,9 @@ static void rp_cm_end(rp__ckpt_engine_t *e)
     (void)rp__ckpt_close(&p->cfd, label);
     free(p->crcs);
     p->crcs = NULL;
+    free(p->layout);
+    p->layout = NULL;
+    p->nlayout = 0;
     p->active = false;
 }
 
@@ -455,8 +466,8 @@ rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e)
     e->ckpt_step = p->step;
     e->stats.write_ns = p->wstats.ns;
     e->stats.direct = p->wstats.direct;
-    e->stats.bytes_total = e->stream_len +
-                           (uint64_t)e->per_rank_len * e->size;
+    e->stats.bytes_total = p->stream_len +
+                           (uint64_t)p->per_rank_len * e->size;
     if (e->rank == 0) {
         unsigned removed = 0;
 

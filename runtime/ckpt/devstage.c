@@ -93,8 +93,9 @@ rp_status_t rp__ckpt_devstage_register(rp__ckpt_engine_t *e, const char *name)
     return RP_OK;
 }
 
-/* The plan and the staging for the pending checkpoint's stripe (the layout
- * is frozen, so this happens once per job). */
+/* The plan and the staging for the pending checkpoint's stripe: made again
+ * only when the stripe or the region table changed (the staging only
+ * grows). */
 static rp_status_t rp_ds_prepare(rp__ckpt_engine_t *e)
 {
     rp__ckpt_devstage_t *d = e->dev;
@@ -103,9 +104,10 @@ static rp_status_t rp_ds_prepare(rp__ckpt_engine_t *e)
     rp_status_t rc;
 
     if (d->planned && d->plan_off == p->stripe_off &&
-        d->plan_len == p->stripe_len) {
+        d->plan_len == p->stripe_len && d->plan_gen == e->layout_gen) {
         return RP_OK;
     }
+    d->planned = false; /* until the staging for the new plan exists */
     free(d->copies);
     d->copies = calloc(e->nregs > 0 ? e->nregs : 1, sizeof(*d->copies));
     if (d->copies == NULL) {
@@ -121,6 +123,8 @@ static rp_status_t rp_ds_prepare(rp__ckpt_engine_t *e)
         }
     }
     if (d->pinned_len < bytes) {
+        /* Grown: the figure counts the new buffer instead of the old. */
+        e->stats.staging_bytes -= d->pinned_len;
         d->ops->host_free(d->pinned);
         d->pinned_len = 0;
         d->pinned = d->ops->host_alloc((size_t)bytes);
@@ -135,6 +139,7 @@ static rp_status_t rp_ds_prepare(rp__ckpt_engine_t *e)
     d->planned = true;
     d->plan_off = p->stripe_off;
     d->plan_len = p->stripe_len;
+    d->plan_gen = e->layout_gen;
     return RP_OK;
 }
 

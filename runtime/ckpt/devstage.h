@@ -45,6 +45,7 @@ typedef struct rp__ckpt_devstage {
     uint32_t ncopies;
     bool planned;
     uint64_t plan_off, plan_len; /* the stripe the plan is for */
+    uint64_t plan_gen;          /* and the engine's layout_gen */
     rp_status_t failed;         /* a restore copy that failed */
 } rp__ckpt_devstage_t;
 

@@ -7,6 +7,8 @@
  *   [1] the step is a multiple of RINGPOINT_CKPT_EVERY
  *   [2] a stop was requested on this rank (signal handlers set a flag)
  *   [3] this rank's background write is still running
+ *   [4] this rank's region table changed since it was checked across
+ *       ranks (then every rank checks it, before anything else)
  *
  * A checkpoint in flight is committed when every rank's write finished
  * ([3] is 0 everywhere) or when a new checkpoint or a stop needs it out of
@@ -153,17 +155,24 @@ void rp__ckpt_get_stats(struct rp_context *ctx, rp__ckpt_stats_t *st)
     }
 }
 
-/* Freeze the table (first collective use) and start the interval clock. */
+/* Start the interval clock at the first collective use (not again when a
+ * changed table is checked later). */
+static void rp_eng_clock(rp__ckpt_engine_t *e)
+{
+    if (!e->clock_started) {
+        e->last_ckpt_ns = rp__ckpt_now_ns();
+        e->clock_started = true;
+    }
+}
+
+/* Check the table across ranks (every rank calls it at the same point,
+ * whatever its own table did) and start the clock. */
 static rp_status_t rp_eng_ready(rp__ckpt_engine_t *e)
 {
-    rp_status_t rc;
+    rp_status_t rc = rp__ckpt_regions_check(e);
 
-    if (e->frozen) {
-        return RP_OK;
-    }
-    rc = rp__ckpt_regions_freeze(e);
     if (rc == RP_OK) {
-        e->last_ckpt_ns = rp__ckpt_now_ns();
+        rp_eng_clock(e);
     }
     return rc;
 }
@@ -294,7 +303,7 @@ static rp_status_t rp_eng_stop_budget(rp__ckpt_engine_t *e, uint64_t step,
 rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
                           rp_step_result_t *result)
 {
-    int64_t v[4];
+    int64_t v[5];
     int sig;
     bool due, stop, taken = false;
     rp_status_t rc, prev = RP_OK;
@@ -313,12 +322,7 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
                  (unsigned long long)step, (unsigned long long)e->last_step);
         return RP_ERR_INVALID_ARG;
     }
-    rc = rp_eng_ready(e);
-    if (rc != RP_OK) {
-        return rc;
-    }
-    e->have_step = true;
-    e->last_step = step;
+    rp_eng_clock(e);
     if (e->fault == RP_CKPT_FAULT_STOP && e->fault_rank == e->rank &&
         step >= e->fault_step) {
         e->stop_requested = 1;
@@ -330,10 +334,22 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
     sig = rp__signal_pending();
     v[2] = sig != 0 ? sig : (e->stop_requested != 0 || rp_eng_stop_pending != 0);
     v[3] = e->pend.active && !rp__ckpt_async_done(e);
-    rc = rp_allreduce(e->ctx, v, v, 4, RP_DTYPE_INT64, RP_OP_MAX);
+    /* The table changed on some rank since it was last checked: every
+     * rank checks it now (a rank that changed nothing included, so ranks
+     * that disagree get an error rather than mismatched collectives). */
+    v[4] = !e->checked;
+    rc = rp_allreduce(e->ctx, v, v, 5, RP_DTYPE_INT64, RP_OP_MAX);
     if (rc != RP_OK) {
         return rc;
     }
+    if (v[4] != 0) {
+        rc = rp__ckpt_regions_check(e);
+        if (rc != RP_OK) {
+            return rc;
+        }
+    }
+    e->have_step = true;
+    e->last_step = step;
     stop = v[2] != 0;
     due = v[0] != 0 || v[1] != 0 || stop;
     if (e->pend.active && (due || v[3] == 0)) {

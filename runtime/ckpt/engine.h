@@ -56,6 +56,12 @@ typedef struct rp__ckpt_reg {
 typedef struct rp__ckpt_pending {
     bool active;
     uint64_t step;
+    /* The region table as it was at begin: the manifest, the other ranks'
+     * chunk counts and the figures are built from this copy, so the
+     * application may change its table while the write is in flight. */
+    rp__ckpt_region_t *layout;
+    uint32_t nlayout;
+    uint64_t stream_len, per_rank_len;
     char inflight[RP_CKPT_NAME_MAX];
     char committed[RP_CKPT_NAME_MAX];
     uint8_t ckpt_id[RP_CKPT_ID_SIZE];
@@ -90,7 +96,11 @@ typedef struct rp__ckpt_engine {
     rp__ckpt_reg_t *regs;
     uint32_t nregs, cap;
     uint64_t stream_len, per_rank_len;
-    bool frozen;   /* table checked across ranks; no more registration */
+    /* The table was checked across ranks since its last change (a new,
+     * removed or resized region; an address change needs no check). */
+    bool checked;
+    bool clock_started; /* the interval clock runs (first collective use) */
+    uint64_t layout_gen; /* bumped at every change of the layout */
 
     /* settings (from the context's) */
     char dir[4096];
@@ -150,9 +160,15 @@ void rp__ckpt_request_stop(struct rp_context *ctx);
 rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
                                  void *addr, size_t size,
                                  rp__ckpt_region_kind_t kind);
-/* Check on every rank that all registered the same table (collective);
- * afterwards no more registration. */
-rp_status_t rp__ckpt_regions_freeze(rp__ckpt_engine_t *e);
+/* Point region @name at @addr / @size (rp_region_update). */
+rp_status_t rp__ckpt_regions_update(rp__ckpt_engine_t *e, const char *name,
+                                    void *addr, size_t size);
+/* Drop region @name (rp_region_unregister). */
+rp_status_t rp__ckpt_regions_remove(rp__ckpt_engine_t *e, const char *name);
+/* Check on every rank that all registered the same table (collective,
+ * always one allgather, whatever this rank's e->checked says: ranks that
+ * disagree get an error, never a mismatched collective). Sets e->checked. */
+rp_status_t rp__ckpt_regions_check(rp__ckpt_engine_t *e);
 /* Segments of this rank's payload: stripe [@off, @off+@len) of the stream,
  * then the per-rank section. *@segs_p is malloc'd. */
 rp_status_t rp__ckpt_regions_segments(const rp__ckpt_engine_t *e,
@@ -192,8 +208,17 @@ void rp__ckpt_async_wait(rp__ckpt_engine_t *e);
 void rp__ckpt_async_stop(rp__ckpt_engine_t *e);
 
 /* reader.c */
+/* Restore the newest complete checkpoint that reads well on every rank,
+ * falling back to older ones; with @exact, only the checkpoint of @step
+ * (RP_ERR_NOT_FOUND: not a complete checkpoint; RP_ERR_CORRUPT: unusable
+ * on some rank; never a fall-back). */
 rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
-                             size_t nnames, rp_restore_info_t *info);
+                             size_t nnames, bool exact, uint64_t step,
+                             rp_restore_info_t *info);
+/* Collective: the newest complete checkpoint older than @before_step as
+ * restore would choose it, and its region table on every rank. */
+rp_status_t rp__ckpt_find(rp__ckpt_engine_t *e, uint64_t before_step,
+                          rp_ckpt_desc_t *desc);
 
 /* engine.c */
 rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,

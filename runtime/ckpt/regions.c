@@ -2,6 +2,10 @@
  * Registered regions: validation, the layout of the replicated stream and
  * of the per-rank section, and the check that every rank registered the
  * same table (a mismatch would silently mix unrelated bytes on restore).
+ * The table may change between safe points (state that moves or grows);
+ * every change of the layout is laid out again at once and checked across
+ * ranks at the next collective use; a checkpoint in flight keeps its own
+ * copy of the layout (engine.h, rp__ckpt_pending_t).
  */
 #include "config.h"
 
@@ -43,21 +47,53 @@ long rp__ckpt_regions_find(const rp__ckpt_engine_t *e, const char *name)
     return -1;
 }
 
+/*
+ * Lay out every region again from its size: regions of each kind in
+ * registration order, each on a multiple of RP_CKPT_REGION_ALIGN. Nothing
+ * changes when the state would exceed the format's limit
+ * (RP_ERR_INVALID_ARG, logged for @what and @name).
+ */
+static rp_status_t rp_reg_layout(rp__ckpt_engine_t *e, const char *what,
+                                 const char *name)
+{
+    uint64_t len[2] = {0, 0}, off;
+    uint32_t i;
+    int pass;
+
+    for (pass = 0; pass < 2; pass++) {
+        len[0] = len[1] = 0;
+        for (i = 0; i < e->nregs; i++) {
+            rp__ckpt_reg_t *r = &e->regs[i];
+            uint64_t *l = &len[r->kind == RP_CKPT_REGION_PER_RANK];
+
+            off = (*l + RP_CKPT_REGION_ALIGN - 1) / RP_CKPT_REGION_ALIGN *
+                  RP_CKPT_REGION_ALIGN;
+            if (r->size > RP_CKPT_MAX_LENGTH ||
+                off > RP_CKPT_MAX_LENGTH - r->size) {
+                rp_error("%s(%s): state larger than %llu bytes", what, name,
+                         (unsigned long long)RP_CKPT_MAX_LENGTH);
+                return RP_ERR_INVALID_ARG;
+            }
+            if (pass == 1) {
+                r->offset = off;
+            }
+            *l = off + r->size;
+        }
+    }
+    e->stream_len = len[0];
+    e->per_rank_len = len[1];
+    e->layout_gen++;
+    return RP_OK;
+}
+
 rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
                                  void *addr, size_t size,
                                  rp__ckpt_region_kind_t kind)
 {
-    uint64_t *len_p = kind == RP_CKPT_REGION_REPLICATED ? &e->stream_len
-                                                        : &e->per_rank_len;
-    uint64_t off;
     rp__ckpt_reg_t *r;
+    rp_status_t rc;
     bool device;
 
-    if (e->frozen) {
-        rp_error("rp_region_register(%s): regions cannot be added after the "
-                 "first checkpoint or restore", name);
-        return RP_ERR_STATE;
-    }
     if (!rp_reg_name_ok(name)) {
         rp_error("rp_region_register: bad name '%.140s' (1 to %u printable "
                  "characters, no spaces)", name, RP_CKPT_REGION_NAME_MAX);
@@ -75,13 +111,6 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
     if (e->nregs >= RP_CKPT_MAX_REGIONS) {
         rp_error("rp_region_register(%s): more than %u regions", name,
                  RP_CKPT_MAX_REGIONS);
-        return RP_ERR_INVALID_ARG;
-    }
-    off = (*len_p + RP_CKPT_REGION_ALIGN - 1) / RP_CKPT_REGION_ALIGN *
-          RP_CKPT_REGION_ALIGN;
-    if ((uint64_t)size > RP_CKPT_MAX_LENGTH || off > RP_CKPT_MAX_LENGTH - size) {
-        rp_error("rp_region_register(%s): state larger than %llu bytes", name,
-                 (unsigned long long)RP_CKPT_MAX_LENGTH);
         return RP_ERR_INVALID_ARG;
     }
     /* GPU memory works only where the GPU path does: say so now rather
@@ -107,9 +136,77 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
     r->kind = kind;
     r->addr = addr;
     r->size = size;
-    r->offset = off;
     r->device = device;
-    *len_p = off + size;
+    rc = rp_reg_layout(e, "rp_region_register", name);
+    if (rc != RP_OK) {
+        e->nregs--;
+        return rc;
+    }
+    e->checked = false;
+    return RP_OK;
+}
+
+rp_status_t rp__ckpt_regions_update(rp__ckpt_engine_t *e, const char *name,
+                                    void *addr, size_t size)
+{
+    long k = rp__ckpt_regions_find(e, name);
+    rp__ckpt_reg_t *r;
+    uint64_t old;
+    bool device;
+    rp_status_t rc;
+
+    if (k < 0) {
+        rp_error("rp_region_update(%.140s): not a registered region", name);
+        return RP_ERR_NOT_FOUND;
+    }
+    if (addr == NULL && size > 0) {
+        rp_error("rp_region_update(%s): NULL address for %zu bytes", name,
+                 size);
+        return RP_ERR_INVALID_ARG;
+    }
+    r = &e->regs[k];
+    device = size > 0 && rp__gpu_probe_is_device(addr);
+    if (r->size > 0 && size > 0 && device != r->device) {
+        rp_error("rp_region_update(%s): moves from %s to %s memory; "
+                 "unregister it and register it again", name,
+                 r->device ? "GPU" : "host", device ? "GPU" : "host");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (device && !r->device && rp__ckpt_devstage_register(e, name) != RP_OK) {
+        return RP_ERR_NOT_SUPPORTED;
+    }
+    if (size != r->size) {
+        old = r->size;
+        r->size = size;
+        rc = rp_reg_layout(e, "rp_region_update", name);
+        if (rc != RP_OK) {
+            r->size = old;
+            return rc;
+        }
+        e->checked = false;
+    }
+    /* An address alone changes no layout: the next checkpoint reads the
+     * new memory (device copies read the address at copy time). */
+    r->addr = addr;
+    r->device = device;
+    return RP_OK;
+}
+
+rp_status_t rp__ckpt_regions_remove(rp__ckpt_engine_t *e, const char *name)
+{
+    long k = rp__ckpt_regions_find(e, name);
+
+    if (k < 0) {
+        rp_error("rp_region_unregister(%.140s): not a registered region",
+                 name);
+        return RP_ERR_NOT_FOUND;
+    }
+    memmove(&e->regs[k], &e->regs[k + 1],
+            (e->nregs - (uint32_t)k - 1) * sizeof(e->regs[0]));
+    e->nregs--;
+    /* Fewer bytes than before: cannot exceed the limit. */
+    (void)rp_reg_layout(e, "rp_region_unregister", name);
+    e->checked = false;
     return RP_OK;
 }
 
@@ -125,15 +222,12 @@ static uint64_t rp_reg_fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-rp_status_t rp__ckpt_regions_freeze(rp__ckpt_engine_t *e)
+rp_status_t rp__ckpt_regions_check(rp__ckpt_engine_t *e)
 {
     uint64_t h = 1469598103934665603ull, *all;
     uint32_t i, bad = 0;
     rp_status_t rc;
 
-    if (e->frozen) {
-        return RP_OK;
-    }
     h = rp_reg_fnv(h, &e->nregs, sizeof(e->nregs));
     for (i = 0; i < e->nregs; i++) {
         const rp__ckpt_reg_t *r = &e->regs[i];
@@ -173,7 +267,7 @@ rp_status_t rp__ckpt_regions_freeze(rp__ckpt_engine_t *e)
         }
         return RP_ERR_INVALID_ARG;
     }
-    e->frozen = true;
+    e->checked = true;
     return RP_OK;
 }
 
