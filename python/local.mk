@@ -9,6 +9,7 @@ RP_PY_SOURCES = python/ringpoint/__init__.py python/ringpoint/_coll.py \
 	python/ringpoint/_runtime.py
 RP_PY_TORCH_SOURCES = python/ringpoint/torch/__init__.py \
 	python/ringpoint/torch/checkpoint.py python/ringpoint/torch/data.py \
+	python/ringpoint/torch/export.py \
 	python/ringpoint/torch/compression.py python/ringpoint/torch/ddp.py \
 	python/ringpoint/torch/functions.py python/ringpoint/torch/mpi_ops.py \
 	python/ringpoint/torch/optimizer.py
@@ -41,3 +42,8 @@ uninstall-python-hook:
 endif
 install-data-hook: install-python-hook
 uninstall-hook: uninstall-python-hook
+
+# The PyTorch example job (the demo's, with Checkpoint) is installed beside
+# the C examples; its tests run it from the source tree.
+dist_examples_DATA += contrib/examples/train_torch.py
+EXTRA_DIST += tests/python/ckpt_cases.py tests/slurm/test_torch_ckpt.sh

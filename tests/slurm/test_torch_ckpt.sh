@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# ringpoint.torch.Checkpoint end to end: the PyTorch example job
+# (contrib/examples/train_torch.py) stopped and resumed under mpirun and on
+# the local cluster ends with the weights of an uninterrupted run, bit for
+# bit; a corrupt checkpoint is refused for the one before it; the restore
+# works on another world size, model-only, and outside a job; a tensor that
+# moved is checkpointed from its new storage; a SIGTERM handler set by the
+# script after ringpoint's does not lose the stop.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export PATH=$RP_PREFIX/bin:$PATH
+top=$(cd "$(dirname "$0")/../.." && pwd)
+# The package as installed by make install (under RP_PREFIX when the suite
+# installs elsewhere than /usr/local).
+pydir=$(ls -d "$RP_PREFIX"/lib/python3*/*-packages 2>/dev/null | head -n 1)
+export PYTHONPATH=${pydir}${PYTHONPATH:+:$PYTHONPATH}
+export RP_WORK=$RP_CLUSTER_DIR/work/torch
+export TRAIN="$top/contrib/examples/train_torch.py"
+export CASES="$top/tests/python/ckpt_cases.py"
+export ARGS="--steps 60 --samples 512 --width 8 --batch 16 --log-every 0"
+export RINGPOINT_COLL_TIMEOUT=60s
+mkdir -p "$RP_WORK"
+RP_TEST_TIMEOUT=240
+
+# mpi N DIR [ENV=VALUE...] -- ARGS...: the example under mpirun.
+mpi() {
+    local n=$1 dir=$2 envs=()
+    shift 2
+    while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
+    shift
+    env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np "$n" \
+        -x PYTHONPATH -x RINGPOINT_COLL_TIMEOUT -x RINGPOINT_CKPT_DIR="$dir" \
+        -x RINGPOINT_CKPT_INTERVAL=0 "${envs[@]}" /usr/bin/python3 "$@" 2>&1
+}
+digest_of() { echo "$1" | sed -n 's/^final step=[0-9]* digest=\([0-9a-f]*\)$/\1/p'; }
+reference() { digest_of "$(mpi 2 "$RP_WORK/ref.$$" -- "$TRAIN" $ARGS)"; }
+
+stop_resume() { # stop_resume ASYNC: stop at step 25 (mid-epoch), resume
+    local ref dir out
+    ref=$(reference)
+    [ -n "$ref" ] || fail "no digest from the uninterrupted run"
+    dir=$RP_WORK/stop-$1.$$
+    out=$(mpi 2 "$dir" RINGPOINT_CKPT_ASYNC="$1" RINGPOINT_CKPT_FAULT=stop:1:25 -- \
+        "$TRAIN" $ARGS) && fail "a stopped run exited 0: $out"
+    echo "$out"
+    assert_contains "$out" "stopping at step 25: checkpoint committed"
+    out=$(mpi 2 "$dir" RINGPOINT_CKPT_ASYNC="$1" -- "$TRAIN" $ARGS)
+    echo "$out"
+    assert_contains "$out" "resumed from step 25"
+    assert_eq "$(digest_of "$out")" "$ref" "digest after stop and resume"
+}
+test_torch_stop_resume_same_digest_sync() { stop_resume 0; }
+test_torch_stop_resume_same_digest_async() { stop_resume 1; }
+
+test_torch_cluster_stop_resume_same_digest() {
+    local ref dir out
+    ref=$(srun --mpi=pmix -N2 -n3 --ckpt-dir="$RP_WORK/cref-%j" --ckpt-interval=0 \
+        /usr/bin/python3 "$TRAIN" $ARGS 2>&1 | sed -n 's/^final step=[0-9]* digest=//p')
+    [ -n "$ref" ] || fail "no digest from the uninterrupted run on the cluster"
+    dir=$RP_WORK/cstop.$$
+    out=$(RINGPOINT_CKPT_FAULT=stop:2:30 srun --mpi=pmix -N2 -n3 --ckpt-dir="$dir" \
+        --ckpt-interval=0 /usr/bin/python3 "$TRAIN" $ARGS 2>&1) && fail "exited 0: $out"
+    assert_contains "$out" "stopping at step 30: checkpoint committed"
+    out=$(srun --mpi=pmix -N2 -n3 --ckpt-dir="$dir" --ckpt-interval=0 \
+        /usr/bin/python3 "$TRAIN" $ARGS 2>&1)
+    echo "$out"
+    assert_contains "$out" "resumed from step 30"
+    assert_eq "$(digest_of "$out")" "$ref" "digest on the cluster"
+}
+
+test_torch_corrupt_checkpoint_falls_back() {
+    local ref dir out shard newest
+    ref=$(reference)
+    dir=$RP_WORK/corrupt.$$
+    # Checkpoints at steps 10 and 20, then a stop at 25: three checkpoints.
+    mpi 2 "$dir" RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_KEEP=5 RINGPOINT_CKPT_FAULT=stop:0:25 -- \
+        "$TRAIN" $ARGS >/dev/null && fail "a stopped run exited 0"
+    newest=$(ls -d "$dir"/step-* | sort | tail -n 1)
+    shard=$(ls "$newest"/shard-* | head -n 1)
+    # One byte of the data, past the shard's header.
+    printf '\xff' | dd of="$shard" bs=1 seek=$(( $(stat -c %s "$shard") - 100 )) \
+        conv=notrunc status=none
+    out=$(mpi 2 "$dir" RINGPOINT_CKPT_EVERY=10 -- "$TRAIN" $ARGS)
+    echo "$out"
+    assert_contains "$out" "resumed from step 20"
+    assert_eq "$(digest_of "$out")" "$ref" "digest after falling back to step 20"
+}
+
+test_torch_restore_on_another_world_size() {
+    local dir out
+    dir=$RP_WORK/resize.$$
+    mpi 2 "$dir" RINGPOINT_CKPT_FAULT=stop:0:25 -- "$TRAIN" $ARGS >/dev/null &&
+        fail "a stopped run exited 0"
+    out=$(mpi 3 "$dir" -- "$TRAIN" $ARGS)
+    echo "$out"
+    assert_contains "$out" "3 ranks"
+    assert_contains "$out" "resumed from step 25"
+    assert_contains "$out" "RNG states are per rank and were not restored"
+    assert_contains "$out" "final step=60"
+}
+
+test_torch_moved_tensors_are_checkpointed_from_new_storage() {
+    local ref dir out
+    ref=$(mpi 2 "$RP_WORK/mref.$$" -- "$CASES" moved 20 | sed -n 's/^final digest=//p' | head -n 1)
+    dir=$RP_WORK/moved.$$
+    mpi 2 "$dir" RINGPOINT_CKPT_FAULT=stop:0:12 -- "$CASES" moved 20 >/dev/null &&
+        fail "a stopped run exited 0"
+    out=$(mpi 2 "$dir" -- "$CASES" moved 20)
+    echo "$out"
+    assert_contains "$out" "start=12"
+    assert_eq "$(echo "$out" | sed -n 's/^final digest=//p' | head -n 1)" "$ref" \
+        "digest after a restore of tensors that had moved"
+}
+
+test_torch_python_sigterm_handler_is_chained() {
+    local out rc=0
+    out=$(mpi 2 "$RP_WORK/sig.$$" -- "$CASES" sigterm) || rc=$?
+    echo "$out"
+    assert_contains "$out" "a Python handler for SIGTERM"
+    assert_contains "$out" "stopped at step 5"
+    assert_contains "$out" "user handler called 1 time(s)"
+    assert_not_contains "$out" "no stop: ran to the end"
+    [ "$rc" -ne 0 ] || fail "exit 0 after a stop"
+}
+
+test_torch_model_only_restore_load_state_dict_and_export() {
+    local dir out
+    dir=$RP_WORK/only.$$
+    mpi 2 "$dir" RINGPOINT_CKPT_FAULT=stop:0:12 -- "$CASES" moved 20 >/dev/null &&
+        fail "a stopped run exited 0"
+    # One process, no launcher, no Slurm.
+    out=$(env -u SLURM_CONF /usr/bin/python3 "$CASES" only "$dir" 2>&1)
+    echo "$out"
+    assert_contains "$out" "restored step=12 model equals load_state_dict: True; optimizer state entries: 0"
+    assert_contains "$out" "bad part refused"
+    out=$(env -u SLURM_CONF /usr/bin/python3 -m ringpoint.torch.export "$dir" "$dir/model.pt" 2>&1)
+    echo "$out"
+    assert_contains "$out" "written to $dir/model.pt"
+    out=$(/usr/bin/python3 -c "import torch; d = torch.load('$dir/model.pt'); print(sorted(d), tuple(d['0.weight'].shape))")
+    assert_contains "$out" "(16, 8)"
+    out=$(env -u SLURM_CONF /usr/bin/python3 -m ringpoint.torch.export "$RP_WORK/none.$$" x.pt 2>&1) &&
+        fail "export of a missing directory succeeded"
+    assert_contains "$out" "is not a directory"
+}
+
+run_all
