@@ -513,7 +513,9 @@ static rp_status_t rp_rd_apply(rp_rd_t *r)
         }
     }
     for (i = 0; i < r->npers; i++) {
-        if (r->pers[i].device) {
+        if (r->pers[i].size == 0) {
+            continue; /* may have no address at all */
+        } else if (r->pers[i].device) {
             rp__ckpt_devstage_in(e, r->pers[i].addr, r->pers[i].tmp,
                                  (size_t)r->pers[i].size);
         } else {
