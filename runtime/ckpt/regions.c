@@ -90,8 +90,10 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
                                  void *addr, size_t size,
                                  rp__ckpt_region_kind_t kind)
 {
+    uint64_t *len_p = kind == RP_CKPT_REGION_REPLICATED ? &e->stream_len
+                                                        : &e->per_rank_len;
+    uint64_t off;
     rp__ckpt_reg_t *r;
-    rp_status_t rc;
     bool device;
 
     if (!rp_reg_name_ok(name)) {
@@ -111,6 +113,15 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
     if (e->nregs >= RP_CKPT_MAX_REGIONS) {
         rp_error("rp_region_register(%s): more than %u regions", name,
                  RP_CKPT_MAX_REGIONS);
+        return RP_ERR_INVALID_ARG;
+    }
+    /* Appended after the regions of its kind: nothing else moves, so no
+     * full layout (registering n regions stays linear in layout work). */
+    off = (*len_p + RP_CKPT_REGION_ALIGN - 1) / RP_CKPT_REGION_ALIGN *
+          RP_CKPT_REGION_ALIGN;
+    if ((uint64_t)size > RP_CKPT_MAX_LENGTH || off > RP_CKPT_MAX_LENGTH - size) {
+        rp_error("rp_region_register(%s): state larger than %llu bytes", name,
+                 (unsigned long long)RP_CKPT_MAX_LENGTH);
         return RP_ERR_INVALID_ARG;
     }
     /* GPU memory works only where the GPU path does: say so now rather
@@ -137,11 +148,9 @@ rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
     r->addr = addr;
     r->size = size;
     r->device = device;
-    rc = rp_reg_layout(e, "rp_region_register", name);
-    if (rc != RP_OK) {
-        e->nregs--;
-        return rc;
-    }
+    r->offset = off;
+    *len_p = off + size;
+    e->layout_gen++;
     e->checked = false;
     return RP_OK;
 }
