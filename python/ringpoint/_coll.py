@@ -12,14 +12,19 @@ collective the others never join. The message names each rank's
 arguments (an allgather of the descriptions, on this error path only).
 RINGPOINT_CHECK=0 skips the check (a mismatch then fails in the
 transport, or hangs until RINGPOINT_COLL_TIMEOUT).
+
+A call whose arguments fail the local checks on some ranks only (a bad
+root, an unsupported dtype, a non-contiguous tensor there) is a mismatch
+too: see checking().
 """
+import contextlib
 import ctypes
 import hashlib
 import os
 
-from ringpoint import _lib
+from ringpoint import _lib, _runtime
 from ringpoint._dtypes import INT64, MAX, UINT8
-from ringpoint._errors import MismatchError, check
+from ringpoint._errors import Error, MismatchError, check
 from ringpoint._runtime import context_handle
 
 lib = _lib.lib
@@ -77,6 +82,45 @@ def describe_all(ctx, what, desc):
             errors="replace")
         parts.append("rank %d: %s" % (r, d))
     return "; ".join(parts)
+
+
+@contextlib.contextmanager
+def checking(what, gather=False):
+    """Wrap the local checks of a collective's arguments (nothing
+    collective inside). When one fails on this rank, the rank still takes
+    part in the cross-rank check, with a signature no valid call has, and
+    then raises its own error: the ranks whose arguments were fine raise
+    MismatchError at once, instead of waiting in a collective this rank
+    never joins until RINGPOINT_COLL_TIMEOUT ends the context for good.
+    Ranks that all fail alike pass the check and all raise their own
+    error. @gather: the call is checked by check_gather(), not verify()."""
+    try:
+        yield
+    except Exception as exc:
+        if _runtime.is_initialized() and (gather or CHECK):
+            desc = ("invalid call", what, type(exc).__name__)
+            try:
+                if gather:
+                    check_gather(_runtime.context_handle(what), what, desc, 0)
+                else:
+                    verify(_runtime.context_handle(what), what, desc)
+            except Error:
+                pass    # the others called it validly: they raise MismatchError
+        raise
+
+
+def check_gather(ctx, what, desc, value, full_desc=None):
+    """The check of a gather, folded into the exchange it needs anyway:
+    one allgather of (signature of @desc, @value) from every rank. Returns
+    every rank's @value; raises MismatchError on every rank unless all
+    passed an equal @desc (@full_desc, if given, names the call in the
+    message)."""
+    sig = signature(desc)
+    rows = allgather_int64s(ctx, [sig, value], what)
+    if any(r[0] != sig for r in rows):
+        raise MismatchError("%s: the ranks called it with different arguments: %s"
+                            % (what, describe_all(ctx, what, full_desc or desc)))
+    return [r[1] for r in rows]
 
 
 def allreduce(ctx, send, recv, count, dtype, op, what):

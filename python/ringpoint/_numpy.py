@@ -44,23 +44,24 @@ def _array(a, what, writable):
 
 def allreduce_(a, op=AVG):
     """Reduce @a across ranks in place with @op (ringpoint.SUM, AVG, ...)."""
-    _array(a, "allreduce_", True)
-    return _allreduce(a, a, op, "allreduce_")
+    return _allreduce(a, True, op, "allreduce_")
 
 
 def allreduce(a, op=AVG):
     """Reduce @a across ranks into a new array (@a is only read: it may be
     read-only)."""
-    np = _numpy()
-    _array(a, "allreduce", False)
-    return _allreduce(a, np.empty_like(a), op, "allreduce")
+    return _allreduce(a, False, op, "allreduce")
 
 
-def _allreduce(a, out, op, what):
-    dt = _rp_dtype(a, what)
-    if op not in range(len(OP_NAMES)):
-        raise InvalidArgumentError("%s: op %r is not one of ringpoint.SUM, "
-                                   "PROD, MIN, MAX, AVG" % (what, op))
+def _allreduce(a, inplace, op, what):
+    with _coll.checking(what):
+        _array(a, what, inplace)
+        dt = _rp_dtype(a, what)
+        if isinstance(op, bool) or not isinstance(op, int) or \
+                not 0 <= op < len(OP_NAMES):
+            raise InvalidArgumentError("%s: op %r is not one of ringpoint.SUM, "
+                                       "PROD, MIN, MAX, AVG" % (what, op))
+    out = a if inplace else _numpy().empty_like(a)
     ctx = _coll.ctx_for(what)
     _coll.verify(ctx, what, ("allreduce", str(a.dtype), a.shape, OP_NAMES[op]))
     _coll.allreduce(ctx, a.ctypes.data, out.ctypes.data, a.size, dt, op, what)
@@ -70,10 +71,12 @@ def _allreduce(a, out, op, what):
 def broadcast_(a, root=0):
     """Overwrite @a with rank @root's @a, in place."""
     what = "broadcast_"
-    _array(a, what, True)
+    with _coll.checking(what):
+        _array(a, what, True)
+        root = int(root)
     ctx = _coll.ctx_for(what)
-    _coll.verify(ctx, what, ("broadcast", str(a.dtype), a.shape, int(root)))
-    _coll.broadcast(ctx, a.ctypes.data, a.nbytes, int(root), what)
+    _coll.verify(ctx, what, ("broadcast", str(a.dtype), a.shape, root))
+    _coll.broadcast(ctx, a.ctypes.data, a.nbytes, root, what)
     return a
 
 
@@ -81,7 +84,8 @@ def allgather(a):
     """Concatenate every rank's @a along axis 0 (equal shapes)."""
     np = _numpy()
     what = "allgather"
-    _array(a, what, False)
+    with _coll.checking(what):
+        _array(a, what, False)
     ctx = _coll.ctx_for(what)
     _coll.verify(ctx, what, ("allgather", str(a.dtype), a.shape))
     from ringpoint._runtime import size

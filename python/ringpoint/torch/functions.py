@@ -27,15 +27,19 @@ def _named_tensors(params, what):
 
 def broadcast_tensors_(tensors, root_rank, what, names=None):
     """Broadcast many tensors in place: one check, all started, then waited."""
-    _check_root(root_rank, what)
+    with _coll.checking(what):
+        root_rank = _check_root(root_rank, what)
+        for i, t in enumerate(tensors):
+            if not t.is_contiguous():
+                raise InvalidArgumentError("%s: %s is not contiguous"
+                                           % (what, names[i] if names else
+                                              "tensor %d" % i))
     ctx = context_handle(what)
     _coll.verify(ctx, what, (what, root_rank, tuple(
         (str(t.dtype), tuple(t.shape)) for t in tensors), tuple(names or ())))
     reqs = []
     try:
         for t in tensors:
-            if not t.is_contiguous():
-                raise InvalidArgumentError("%s: a tensor is not contiguous" % what)
             req = _lib.req_t()
             check(lib.rp_ibroadcast(ctx, t.data_ptr(), t.numel() * t.element_size(),
                                     D.UINT8, root_rank, ctypes.byref(req)), what)
@@ -55,7 +59,8 @@ def broadcast_parameters(params, root_rank):
     of tensors. Every rank must pass the same names, shapes and dtypes.
     """
     what = "broadcast_parameters"
-    items = _named_tensors(params, what)
+    with _coll.checking(what):
+        items = _named_tensors(params, what)
     with torch.no_grad():
         broadcast_tensors_([p.data for _, p in items], root_rank, what,
                            [str(n) for n, _ in items])
@@ -107,9 +112,10 @@ def broadcast_optimizer_state(optimizer, root_rank):
     """Give every rank's @optimizer rank @root_rank's state and
     hyper-parameters (param_groups), tensors by broadcast in place."""
     what = "broadcast_optimizer_state"
-    _check_root(root_rank, what)
     tensors = []
-    skeleton = _split_tensors(optimizer.state_dict(), tensors)
+    with _coll.checking("broadcast_object"):    # its first collective
+        root_rank = _check_root(root_rank, what)
+        skeleton = _split_tensors(optimizer.state_dict(), tensors)
     skeleton = broadcast_object(skeleton if rank() == root_rank else None,
                                 root_rank, name=what)
     if rank() == root_rank:
@@ -125,8 +131,9 @@ def broadcast_optimizer_state(optimizer, root_rank):
 def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Rank @root_rank's @obj (pickled; any picklable object) on every rank."""
     what = "broadcast_object"
-    mpi_ops._process_set(process_set, what)
-    _check_root(root_rank, what)
+    with _coll.checking(what):
+        mpi_ops._process_set(process_set, what)
+        root_rank = _check_root(root_rank, what)
     ctx = context_handle(what)
     if rank() == root_rank:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
@@ -146,10 +153,11 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
 def allgather_object(obj, name=None, process_set=None):
     """Every rank's @obj (pickled), as a list in rank order."""
     what = "allgather_object"
-    mpi_ops._process_set(process_set, what)
+    with _coll.checking(what, gather=True):
+        mpi_ops._process_set(process_set, what)
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     ctx = context_handle(what)
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    lengths = [r[0] for r in _coll.allgather_int64s(ctx, [len(data)], what)]
+    lengths = _coll.check_gather(ctx, what, (what,), len(data))
     longest = max(lengths)
     src = ctypes.create_string_buffer(data, max(longest, 1))
     dst = ctypes.create_string_buffer(max(longest, 1) * size())

@@ -10,6 +10,7 @@ broadcast the summed gradient on the root (zero elsewhere).
 """
 import ctypes
 import itertools
+import numbers
 import threading
 
 import torch
@@ -221,13 +222,22 @@ def _wait_all_handles():
 
 # ---------------------------------------------------------------- allreduce
 
-def _start_allreduce(tensor, output, op, name, prescale, postscale, what,
-                     verify=True):
+def _allreduce_args(what, tensor, op, average, process_set, inplace,
+                    prescale, postscale):
+    """The local checks of an allreduce: (op, prescale, postscale)."""
+    with _coll.checking(what):
+        op = _op_of(op, average, what)
+        _process_set(process_set, what)
+        _tensor(tensor, what, inplace)
+        _dtype(tensor, what)
+        return op, float(prescale), float(postscale)
+
+
+def _start_allreduce(tensor, output, op, name, prescale, postscale, what):
     dt = _dtype(tensor, what)
     ctx = context_handle(what)
-    if verify:
-        _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op],
-                                      float(prescale), float(postscale)))
+    _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op], prescale,
+                                  postscale))
     src = tensor
     if prescale != 1.0:
         if output is tensor:
@@ -249,11 +259,9 @@ def allreduce_async_(tensor, average=None, name=None, op=None,
     """Start an in-place allreduce of @tensor; returns a handle for poll()
     and synchronize()."""
     what = "allreduce_async_"
-    op = _op_of(op, average, what)
-    _process_set(process_set, what)
-    _tensor(tensor, what, True)
-    return _start_allreduce(tensor, tensor, op, name, prescale_factor,
-                            postscale_factor, what)
+    op, pre, post = _allreduce_args(what, tensor, op, average, process_set,
+                                    True, prescale_factor, postscale_factor)
+    return _start_allreduce(tensor, tensor, op, name, pre, post, what)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None,
@@ -261,19 +269,18 @@ def allreduce_async(tensor, average=None, name=None, op=None,
                     process_set=None):
     """Start an allreduce of @tensor into a new tensor; returns a handle."""
     what = "allreduce_async"
-    op = _op_of(op, average, what)
-    _process_set(process_set, what)
-    _tensor(tensor, what, False)
+    op, pre, post = _allreduce_args(what, tensor, op, average, process_set,
+                                    False, prescale_factor, postscale_factor)
     tensor = tensor.contiguous()
-    return _start_allreduce(tensor, torch.empty_like(tensor), op, name,
-                            prescale_factor, postscale_factor, what)
+    return _start_allreduce(tensor, torch.empty_like(tensor), op, name, pre,
+                            post, what)
 
 
 def _allreduce_blocking(tensor, output, op, prescale, postscale, what):
     dt = _dtype(tensor, what)
     ctx = context_handle(what)
-    _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op],
-                                  float(prescale), float(postscale)))
+    _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op], prescale,
+                                  postscale))
     src = tensor
     if prescale != 1.0:
         if output is not tensor:
@@ -291,11 +298,9 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=None):
     """Allreduce @tensor in place (default op: Average); returns it."""
     what = "allreduce_"
-    op = _op_of(op, average, what)
-    _process_set(process_set, what)
-    _tensor(tensor, what, True)
-    return _allreduce_blocking(tensor, tensor, op, prescale_factor,
-                               postscale_factor, what)
+    op, pre, post = _allreduce_args(what, tensor, op, average, process_set,
+                                    True, prescale_factor, postscale_factor)
+    return _allreduce_blocking(tensor, tensor, op, pre, post, what)
 
 
 class _AllreduceFn(torch.autograd.Function):
@@ -321,17 +326,14 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none,
     """Allreduce @tensor into a new tensor (default op: Average); @tensor is
     not modified. Differentiable."""
     what = "allreduce"
-    op = _op_of(op, average, what)
-    _process_set(process_set, what)
-    _tensor(tensor, what, False)
+    op, pre, post = _allreduce_args(what, tensor, op, average, process_set,
+                                    False, prescale_factor, postscale_factor)
     compressed, cctx = compression.compress(tensor)
     if compressed.requires_grad and torch.is_grad_enabled():
-        out = _AllreduceFn.apply(compressed, op, prescale_factor,
-                                 postscale_factor)
+        out = _AllreduceFn.apply(compressed, op, pre, post)
     else:
         t = compressed.contiguous()
-        out = _allreduce_blocking(t, torch.empty_like(t), op, prescale_factor,
-                                  postscale_factor, what)
+        out = _allreduce_blocking(t, torch.empty_like(t), op, pre, post, what)
     return compression.decompress(out, cctx)
 
 
@@ -344,13 +346,12 @@ def _group_by_dtype(tensors):
     return list(groups.values())
 
 
-def _start_grouped(tensors, outputs, op, compression, what, verify=True):
+def _start_grouped(tensors, outputs, op, compression, what):
     """Queue one rp_iallreduce_group per dtype; returns the _Pending list."""
     ctx = context_handle(what)
-    if verify:
-        _coll.verify(ctx, what, ("grouped_allreduce", _OPS[op], str(compression),
-                                 tuple((str(t.dtype), tuple(t.shape))
-                                       for t in tensors)))
+    _coll.verify(ctx, what, ("grouped_allreduce", _OPS[op], str(compression),
+                             tuple((str(t.dtype), tuple(t.shape))
+                                   for t in tensors)))
     pendings = []
     for idx in _group_by_dtype(tensors):
         n = len(idx)
@@ -392,13 +393,19 @@ def _grouped_async(tensors, outputs, op, compression, prescale, postscale, what)
     return _register(first)
 
 
-def _tensor_list(tensors, what, inplace):
-    if not isinstance(tensors, (list, tuple)):
-        raise InvalidArgumentError("%s: expected a list of tensors" % what)
-    for t in tensors:
-        _tensor(t, what, inplace)
-        _dtype(t, what)
-    return list(tensors)
+def _grouped_args(what, tensors, op, average, process_set, inplace,
+                  prescale, postscale):
+    """The local checks of a grouped allreduce: (tensors as a list, op,
+    prescale, postscale)."""
+    with _coll.checking(what):
+        op = _op_of(op, average, what)
+        _process_set(process_set, what)
+        if not isinstance(tensors, (list, tuple)):
+            raise InvalidArgumentError("%s: expected a list of tensors" % what)
+        for t in tensors:
+            _tensor(t, what, inplace)
+            _dtype(t, what)
+        return list(tensors), op, float(prescale), float(postscale)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None,
@@ -406,11 +413,10 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None,
                              process_set=None, compression=Compression.none):
     """Start an in-place fused allreduce of a list of tensors; one handle."""
     what = "grouped_allreduce_async_"
-    op = _op_of(op, average, what)
-    _process_set(process_set, what)
-    tensors = _tensor_list(tensors, what, True)
-    return _grouped_async(tensors, tensors, op, compression, prescale_factor,
-                          postscale_factor, what)
+    tensors, op, pre, post = _grouped_args(what, tensors, op, average,
+                                           process_set, True, prescale_factor,
+                                           postscale_factor)
+    return _grouped_async(tensors, tensors, op, compression, pre, post, what)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None,
@@ -418,12 +424,12 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None,
                             process_set=None, compression=Compression.none):
     """Start a fused allreduce of a list of tensors into new tensors."""
     what = "grouped_allreduce_async"
-    op = _op_of(op, average, what)
-    _process_set(process_set, what)
-    tensors = [t.contiguous() for t in _tensor_list(tensors, what, False)]
+    tensors, op, pre, post = _grouped_args(what, tensors, op, average,
+                                           process_set, False, prescale_factor,
+                                           postscale_factor)
+    tensors = [t.contiguous() for t in tensors]
     outputs = [torch.empty_like(t) for t in tensors]
-    return _grouped_async(tensors, outputs, op, compression, prescale_factor,
-                          postscale_factor, what)
+    return _grouped_async(tensors, outputs, op, compression, pre, post, what)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None,
@@ -452,17 +458,27 @@ def _bytes_of(t):
 
 
 def _check_root(root_rank, what):
-    if not isinstance(root_rank, int) or not 0 <= root_rank < size():
+    """@root_rank as an int (a NumPy integer will do); InvalidArgumentError
+    unless it is a rank."""
+    if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral) \
+            or not 0 <= root_rank < size():
         raise InvalidArgumentError("%s: root_rank %r is not a rank (0 .. %d)"
                                    % (what, root_rank, size() - 1))
+    return int(root_rank)
+
+
+def _broadcast_args(what, tensor, root_rank, process_set, inplace):
+    """The local checks of a broadcast: the root as an int."""
+    with _coll.checking(what):
+        _process_set(process_set, what)
+        _tensor(tensor, what, inplace)
+        return _check_root(root_rank, what)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     """Start an in-place broadcast of @tensor from @root_rank; a handle."""
     what = "broadcast_async_"
-    _process_set(process_set, what)
-    _tensor(tensor, what, True)
-    _check_root(root_rank, what)
+    root_rank = _broadcast_args(what, tensor, root_rank, process_set, True)
     ctx = context_handle(what)
     _coll.verify(ctx, what, _desc("broadcast", tensor, root_rank))
     p = _Pending(tensor, tensor, None, what)
@@ -473,6 +489,8 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
 
 def broadcast_async(tensor, root_rank, name=None, process_set=None):
     """Start a broadcast from @root_rank into a new tensor; a handle."""
+    root_rank = _broadcast_args("broadcast_async", tensor, root_rank,
+                                process_set, False)
     return broadcast_async_(tensor.detach().clone(memory_format=torch.contiguous_format),
                             root_rank, name, process_set)
 
@@ -480,9 +498,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=None):
 def broadcast_(tensor, root_rank, name=None, process_set=None):
     """Overwrite @tensor with rank @root_rank's, in place; returns it."""
     what = "broadcast_"
-    _process_set(process_set, what)
-    _tensor(tensor, what, True)
-    _check_root(root_rank, what)
+    root_rank = _broadcast_args(what, tensor, root_rank, process_set, True)
     ctx = context_handle(what)
     _coll.verify(ctx, what, _desc("broadcast", tensor, root_rank))
     _coll.broadcast(ctx, tensor.data_ptr(), _bytes_of(tensor), root_rank, what)
@@ -508,9 +524,7 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
     """Rank @root_rank's @tensor, as a new tensor on every rank; @tensor is
     not modified. Differentiable."""
     what = "broadcast"
-    _process_set(process_set, what)
-    _tensor(tensor, what, False)
-    _check_root(root_rank, what)
+    root_rank = _broadcast_args(what, tensor, root_rank, process_set, False)
     if tensor.requires_grad and torch.is_grad_enabled():
         return _BroadcastFn.apply(tensor, root_rank)
     return broadcast_(tensor.detach().clone(memory_format=torch.contiguous_format),
@@ -528,14 +542,8 @@ def _allgather_blocking(tensor, what):
     first = int(t.shape[0])
     # One exchange gives every rank the others' first dimensions and checks
     # the rest of the shape and the dtype.
-    sig = _coll.signature(("allgather", str(t.dtype), rest))
-    rows = _coll.allgather_int64s(ctx, [sig, first], what)
-    if any(r[0] != sig for r in rows):
-        raise _coll.MismatchError(
-            "%s: the ranks called it with different arguments: %s"
-            % (what, _coll.describe_all(ctx, what, ("allgather", str(t.dtype),
-                                                    tuple(t.shape)))))
-    firsts = [r[1] for r in rows]
+    firsts = _coll.check_gather(ctx, what, ("allgather", str(t.dtype), rest),
+                                first, ("allgather", str(t.dtype), tuple(t.shape)))
     n = size()
     out = torch.empty((sum(firsts),) + rest, dtype=t.dtype, device=t.device)
     row_bytes = t.element_size() * (t[0].numel() if first else
@@ -578,8 +586,9 @@ def allgather(tensor, name=None, process_set=None):
     dimensions may differ between ranks, the rest of the shape may not).
     Differentiable."""
     what = "allgather"
-    _process_set(process_set, what)
-    _tensor(tensor, what, False)
+    with _coll.checking(what, gather=True):
+        _process_set(process_set, what)
+        _tensor(tensor, what, False)
     if tensor.requires_grad and torch.is_grad_enabled():
         return _AllgatherFn.apply(tensor)
     return _allgather_blocking(tensor.detach(), what)[0]

@@ -53,49 +53,51 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  backward_passes_per_step, op, gradient_predivide_factor):
         super(self.__class__, self).__init__(params)
         what = "DistributedOptimizer"
-        if op not in (Average, Sum):
-            raise InvalidArgumentError("%s: op must be Average or Sum" % what)
-        if backward_passes_per_step < 1:
-            raise InvalidArgumentError("%s: backward_passes_per_step must be "
-                                       ">= 1" % what)
-        self._rp_op = op
-        self._rp_compression = compression
-        self._rp_passes = int(backward_passes_per_step)
-        self._rp_predivide = float(gradient_predivide_factor)
-        all_params = [p for g in self.param_groups for p in g["params"]
-                      if p.requires_grad]
-        if named_parameters is not None:
-            named = list(named_parameters)
-            names = [n for n, _ in named]
-            if len(set(names)) != len(names):
-                raise InvalidArgumentError("%s: named_parameters has duplicate "
-                                           "names" % what)
-            by_id = {id(p): n for n, p in named}
-            missing = [p for p in all_params if id(p) not in by_id]
-            if missing:
-                raise InvalidArgumentError(
-                    "%s: %d parameters of the optimizer are not in "
-                    "named_parameters" % (what, len(missing)))
-            self._rp_names = {id(p): by_id[id(p)] for p in all_params}
-        else:
-            self._rp_names = {id(p): "param.%d" % i
-                              for i, p in enumerate(all_params)}
-        self._rp_buckets = []
-        self._rp_bucket_of = {}
-        cap = _fusion_bytes()
-        open_by_dtype = {}
-        for p in reversed(all_params):
-            b = open_by_dtype.get(p.dtype)
-            nbytes = p.numel() * p.element_size()
-            if b is None or (b.params and sum(q.numel() * q.element_size()
-                                              for q in b.params) + nbytes > cap):
-                b = _Bucket(len(self._rp_buckets), p.dtype)
-                self._rp_buckets.append(b)
-                open_by_dtype[p.dtype] = b
-            b.params.append(p)
-            self._rp_bucket_of[p] = b
-        for p in all_params:
-            mpi_ops._dtype(p, what)
+        with _coll.checking(what):
+            op = mpi_ops._op_of(op, None, what)     # Adasum: NotSupportedError
+            if op not in (Average, Sum):
+                raise InvalidArgumentError("%s: op must be Average or Sum" % what)
+            if backward_passes_per_step < 1:
+                raise InvalidArgumentError("%s: backward_passes_per_step must be "
+                                           ">= 1" % what)
+            self._rp_op = op
+            self._rp_compression = compression
+            self._rp_passes = int(backward_passes_per_step)
+            self._rp_predivide = float(gradient_predivide_factor)
+            all_params = [p for g in self.param_groups for p in g["params"]
+                          if p.requires_grad]
+            if named_parameters is not None:
+                named = list(named_parameters)
+                names = [n for n, _ in named]
+                if len(set(names)) != len(names):
+                    raise InvalidArgumentError("%s: named_parameters has duplicate "
+                                               "names" % what)
+                by_id = {id(p): n for n, p in named}
+                missing = [p for p in all_params if id(p) not in by_id]
+                if missing:
+                    raise InvalidArgumentError(
+                        "%s: %d parameters of the optimizer are not in "
+                        "named_parameters" % (what, len(missing)))
+                self._rp_names = {id(p): by_id[id(p)] for p in all_params}
+            else:
+                self._rp_names = {id(p): "param.%d" % i
+                                  for i, p in enumerate(all_params)}
+            self._rp_buckets = []
+            self._rp_bucket_of = {}
+            cap = _fusion_bytes()
+            open_by_dtype = {}
+            for p in reversed(all_params):
+                b = open_by_dtype.get(p.dtype)
+                nbytes = p.numel() * p.element_size()
+                if b is None or (b.params and sum(q.numel() * q.element_size()
+                                                  for q in b.params) + nbytes > cap):
+                    b = _Bucket(len(self._rp_buckets), p.dtype)
+                    self._rp_buckets.append(b)
+                    open_by_dtype[p.dtype] = b
+                b.params.append(p)
+                self._rp_bucket_of[p] = b
+            for p in all_params:
+                mpi_ops._dtype(p, what)
         ctx = context_handle(what)
         _coll.verify(ctx, what, (what, op, self._rp_passes, str(compression),
                                  tuple(tuple((self._rp_names[id(p)], str(p.dtype),
