@@ -246,3 +246,70 @@ def test_ddp_comm_hook_matches_gloo(gloo):
 def test_ddp_comm_hook_fp16(gloo):
     model = _train_ddp(hvd.make_ddp_comm_hook(hvd.Compression.fp16))
     _assert_params_close(model, _reference(_sgd), atol=2e-3, rtol=2e-3)
+
+
+def test_distributed_optimizer_many_buckets_mixed_dtypes_and_groups(monkeypatch):
+    # 256-byte buckets: one or two parameters each, started from the hooks
+    # in bucket order while backward() goes on; a float64 layer in its own
+    # buckets; two parameter groups with their own learning rates.
+    monkeypatch.setenv("RINGPOINT_FUSION_BYTES", "256")
+
+    def make():
+        m = _model()
+        m[2].double()
+        return m
+
+    def forward(m, x):
+        h = m[1](m[0](x)).double()
+        return m[4](m[3](m[2](h)).float())
+
+    def opt_of(m):
+        return torch.optim.SGD([{"params": list(m[0].parameters()) + list(m[4].parameters())},
+                                {"params": m[2].parameters(), "lr": 0.05}],
+                               lr=0.1, momentum=0.9)
+    model, ref = make(), make()
+    opt = hvd.DistributedOptimizer(opt_of(model), named_parameters=model.named_parameters())
+    assert len(opt._rp_buckets) >= 4
+    ref_opt = opt_of(ref)
+    for s in range(STEPS):
+        x, y = _batch(s)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(forward(model, _shard(x)), _shard(y)).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        torch.nn.functional.mse_loss(forward(ref, x), y).backward()
+        ref_opt.step()
+    _assert_params_close(model, ref, atol=1e-5)
+
+
+def test_ddp_comm_hook_several_buckets(gloo):
+    # A model over DDP's first bucket (1 MiB) and small buckets after the
+    # first step: several buckets in flight at once, completed by the
+    # hook's waiter thread while backward() starts the next ones.
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def make():
+        return seeded(lambda: torch.nn.Sequential(
+            torch.nn.Linear(8, 600), torch.nn.Tanh(), torch.nn.Linear(600, 600),
+            torch.nn.Tanh(), torch.nn.Linear(600, 1)), 0)
+
+    def train(model):
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for s in range(3):
+            x, y = _batch(s)
+            opt.zero_grad()
+            _loss(model, _shard(x), _shard(y)).backward()
+            opt.step()
+        return model
+    calls = []
+
+    def hook(state, bucket):
+        calls.append(bucket.index())
+        return hvd.ddp_comm_hook(state, bucket)
+    ddp = DDP(make(), bucket_cap_mb=0.3)
+    ddp.register_comm_hook(None, hook)
+    got = train(ddp).module
+    assert len(set(calls)) > 1, calls
+    want = train(DDP(make(), bucket_cap_mb=0.3)).module
+    for (name, p), q in zip(got.named_parameters(), want.parameters()):
+        torch.testing.assert_close(p.detach(), q.detach(), atol=1e-5, rtol=1e-5, msg=name)
