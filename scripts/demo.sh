@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The demo: build and install ringpoint, start a real two-node Slurm cluster
-# on this machine with the plugin enabled, and train the example job twice:
-# once undisturbed, once while it is preempted by a higher-priority job and
-# then requeued by an admin. The second run is stopped and resumed twice and
-# still ends with exactly the same model (the same digest).
+# on this machine with the plugin enabled, and train the PyTorch example job
+# (contrib/examples/train_torch.py: a small CNN, DistributedOptimizer,
+# ringpoint.torch.Checkpoint) twice: once undisturbed, once while it is
+# preempted by a higher-priority job and then requeued by an admin. The
+# second run is stopped and resumed twice and still ends with exactly the
+# same model (the same digest). The C API's example is
+# ringpoint-example-train (contrib/examples/train.c).
 # Run as root after scripts/deps.sh. The cluster stays up afterwards;
 # scripts/cluster.sh down stops it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 export RP_CLUSTER_DIR=${RP_CLUSTER_DIR:-/var/tmp/ringpoint-cluster}
-steps=${RP_DEMO_STEPS:-600}
+steps=${RP_DEMO_STEPS:-240}
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
@@ -22,6 +25,9 @@ ldconfig
 plugindir=$(sed -n 's/^SLURM_PLUGINDIR = //p' "$top/build/Makefile")
 prefix=$(sed -n 's/^prefix = //p' "$top/build/Makefile")
 export PATH=$prefix/bin:$PATH
+# The PyTorch example as installed, run by Debian's interpreter (the one
+# python3-torch is built for).
+train="/usr/bin/python3 $prefix/share/ringpoint/examples/train_torch.py"
 
 step "a local Slurm cluster with the plugin"
 "$top/scripts/cluster.sh" up -n 2 -p "$plugindir/ringpoint.so"
@@ -35,9 +41,9 @@ cd "$work"
 step "a bad option is refused before anything is queued"
 show sbatch --ckpt-interval=banana --wrap=true || true
 
-step "run 1: $steps steps on 2 nodes x 3 ranks, undisturbed"
+step "run 1: $steps steps of a PyTorch job on 2 nodes x 3 ranks, undisturbed"
 show srun -N2 -n3 --ckpt-dir=undisturbed --ckpt-interval=0 \
-    ringpoint-example-train --steps "$steps" --log-every 200 | tee run1.out
+    $train --steps "$steps" --log-every 40 | tee run1.out
 digest1=$(sed -n 's/^final step=[0-9]* digest=//p' run1.out)
 
 step "run 2: the same job as a batch job in the low-priority partition"
@@ -45,7 +51,7 @@ cat >train.sh <<SCRIPT
 #!/bin/bash
 #SBATCH --requeue --open-mode=append
 echo "[\$(date +%T)] job starts (restart \${SLURM_RESTART_COUNT:-0})"
-srun ringpoint-example-train --steps $steps --log-every 200 --step-delay-ms 30
+srun $train --steps $steps --log-every 40
 echo "[\$(date +%T)] srun returned"
 SCRIPT
 show cat train.sh
@@ -55,7 +61,8 @@ echo "submitted job $jid"
 
 wait_running() { # until training is under way in restart $2
     for _ in $(seq 600); do
-        [ "$(grep -c '^starting fresh\|^resumed from' run2.out 2>/dev/null)" -gt "$1" ] && break
+        n=$(grep -c '^starting fresh\|^resumed from' run2.out 2>/dev/null || true)
+        [ "${n:-0}" -gt "$1" ] && break
         sleep 0.2
     done
     sleep 4

@@ -48,7 +48,7 @@ class SyntheticImages(torch.utils.data.Dataset):
     def __getitem__(self, i):
         g = torch.Generator().manual_seed(self.seed * 1000003 + self.first + i)
         label = int(torch.randint(0, 10, (1,), generator=g))
-        x = self.patterns[label] + 0.8 * torch.randn(3, 32, 32, generator=g)
+        x = self.patterns[label] + 2.0 * torch.randn(3, 32, 32, generator=g)
         return x, label
 
 
@@ -102,7 +102,7 @@ def main():
     p.add_argument("--batch", type=int, default=32, help="per rank")
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--width", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.02, help="for one rank")
+    p.add_argument("--lr", type=float, default=0.005, help="for one rank")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--log-every", type=int, default=50)
     p.add_argument("--val-every", type=int, default=0)
@@ -145,9 +145,9 @@ def main():
         rpt.broadcast_optimizer_state(opt, root_rank=0)
     if rank == 0:
         nparams = sum(t.numel() for t in model.parameters())
-        print("train_torch: %d ranks, %d parameters, %s" %
-              (size, nparams, "resumed from step %d" % start if start else "fresh start"),
-              flush=True)
+        print("train_torch: %d ranks, %d parameters, batch %d per rank" %
+              (size, nparams, args.batch))
+        print("resumed from step %d" % start if start else "starting fresh", flush=True)
 
     steps_per_epoch = len(sampler) // args.batch
     step, t0, seen = start, time.time(), 0
