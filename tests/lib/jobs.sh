@@ -1,6 +1,7 @@
 # Helpers for tests that run the example training job as a batch job on
 # the real cluster (sourced after harness.sh). Needs RP_PREFIX, RP_WORK and
-# STEPS; the job trains 3 ranks on 2 nodes.
+# STEPS; the job trains 3 ranks on 2 nodes. TRAIN_CMD is the program (the
+# C example by default) and TRAIN_DELAY its option that slows a step down.
 
 export PATH=$RP_PREFIX/bin:$PATH
 mkdir -p "$RP_WORK"
@@ -9,7 +10,7 @@ mkdir -p "$RP_WORK"
 # $STEPS steps.
 reference() {
     srun -N2 -n3 --ckpt-dir="$RP_WORK/ref.$$" --ckpt-interval=0 \
-        ringpoint-example-train --steps "$STEPS" --log-every 0 |
+        ${TRAIN_CMD:-ringpoint-example-train} --steps "$STEPS" --log-every 0 |
         sed -n 's/^final step=[0-9]* digest=//p'
 }
 
@@ -23,7 +24,7 @@ submit() {
     cat >"$RP_WORK/$name.sh" <<SCRIPT
 #!/bin/bash
 echo "start restart=\${SLURM_RESTART_COUNT:-0}"
-${TRAIN_ENV:-} srun ringpoint-example-train --steps $STEPS --log-every 0 --step-delay-ms 40 ${TRAIN_ARGS:-}
+${TRAIN_ENV:-} srun ${TRAIN_CMD:-ringpoint-example-train} --steps $STEPS --log-every 0 ${TRAIN_DELAY:---step-delay-ms 40} ${TRAIN_ARGS:-}
 echo "srun exit \$?"
 SCRIPT
     rm -rf "$RP_WORK/$name.out" "$RP_WORK/$name.ckpt"

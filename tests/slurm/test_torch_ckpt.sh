@@ -21,6 +21,11 @@ export ARGS="--steps 60 --samples 512 --width 8 --batch 16 --log-every 0"
 export RINGPOINT_COLL_TIMEOUT=60s
 mkdir -p "$RP_WORK"
 RP_TEST_TIMEOUT=240
+# Batch jobs of the example on the cluster (tests/lib/jobs.sh).
+export STEPS=150
+export TRAIN_CMD="/usr/bin/python3 $TRAIN --samples 512 --width 8 --batch 16"
+export TRAIN_DELAY="--step-sleep 0.04"
+. "$(dirname "$0")/../lib/jobs.sh"
 
 # mpi N DIR [ENV=VALUE...] -- ARGS...: the example under mpirun.
 mpi() {
@@ -33,11 +38,11 @@ mpi() {
         -x RINGPOINT_CKPT_INTERVAL=0 "${envs[@]}" /usr/bin/python3 "$@" 2>&1
 }
 digest_of() { echo "$1" | sed -n 's/^final step=[0-9]* digest=\([0-9a-f]*\)$/\1/p'; }
-reference() { digest_of "$(mpi 2 "$RP_WORK/ref.$$" -- "$TRAIN" $ARGS)"; }
+mpi_reference() { digest_of "$(mpi 2 "$RP_WORK/ref.$$" -- "$TRAIN" $ARGS)"; }
 
 stop_resume() { # stop_resume ASYNC: stop at step 25 (mid-epoch), resume
     local ref dir out
-    ref=$(reference)
+    ref=$(mpi_reference)
     [ -n "$ref" ] || fail "no digest from the uninterrupted run"
     dir=$RP_WORK/stop-$1.$$
     out=$(mpi 2 "$dir" RINGPOINT_CKPT_ASYNC="$1" RINGPOINT_CKPT_FAULT=stop:1:25 -- \
@@ -68,9 +73,29 @@ test_torch_cluster_stop_resume_same_digest() {
     assert_eq "$(digest_of "$out")" "$ref" "digest on the cluster"
 }
 
+preempted_job() { # preempted_job ASYNC: preempted by a high-priority job
+    local ref jid hid out name=torch-preempt-$1 TRAIN_ENV="RINGPOINT_CKPT_ASYNC=$1"
+    ref=$(reference)
+    [ -n "$ref" ] || fail "no digest from the uninterrupted run"
+    jid=$(submit "$name" --requeue -p low)
+    wait_training "$name"
+    hid=$(sbatch --parsable -p high -N2 --exclusive --wrap "sleep 1")
+    wait_done "$jid"
+    out=$(cat "$RP_WORK/$name.out")
+    echo "$out"
+    assert_eq "$(state "$jid")" COMPLETED
+    assert_eq "$(restarts "$jid")" 1 "restarts"
+    assert_contains "$out" "(SIGTERM): checkpoint committed"
+    assert_contains "$out" "resumed from step"
+    assert_eq "$(digest_in "$name")" "$ref" "digest after preemption"
+    wait_done "$hid"
+}
+test_torch_preempted_requeued_same_digest_async() { preempted_job 1; }
+test_torch_preempted_requeued_same_digest_sync() { preempted_job 0; }
+
 test_torch_corrupt_checkpoint_falls_back() {
     local ref dir out shard newest
-    ref=$(reference)
+    ref=$(mpi_reference)
     dir=$RP_WORK/corrupt.$$
     # Checkpoints at steps 10 and 20, then a stop at 25: three checkpoints.
     mpi 2 "$dir" RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_KEEP=5 RINGPOINT_CKPT_FAULT=stop:0:25 -- \
@@ -93,7 +118,7 @@ test_torch_restore_on_another_world_size() {
         fail "a stopped run exited 0"
     out=$(mpi 3 "$dir" -- "$TRAIN" $ARGS)
     echo "$out"
-    assert_contains "$out" "3 ranks"
+    assert_contains "$out" "train_torch: 3 ranks"
     assert_contains "$out" "resumed from step 25"
     assert_contains "$out" "RNG states are per rank and were not restored"
     assert_contains "$out" "final step=60"
