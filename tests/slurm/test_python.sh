@@ -53,6 +53,7 @@ pytest_ranks() {
     # MPI's names as fallbacks), read by each rank's own shell.
     # shellcheck disable=SC2016
     local cmd='r=${PMIX_RANK:-${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-0}}}
+export RP_PYTEST_PROGRESS=$0/rank$r.progress
 cd "$TESTS" && exec "$PY" -m pytest -p no:cacheprovider -q -rfE \
     -o faulthandler_timeout=120 --junitxml="$0/rank$r.xml" "$@" >"$0/rank$r.log" 2>&1'
     timeout --kill-after=10 "$LAUNCH_TIMEOUT" "${launcher[@]}" \
@@ -78,35 +79,42 @@ order = []
 reported = 0
 for r in range(nranks):
     path = os.path.join(d, "rank%d.xml" % r)
+    mine = {}
     try:
-        root = ET.parse(path)
+        for case in ET.parse(path).iter("testcase"):
+            tid = "%s.py::%s" % (case.get("classname", "").replace(".", "/"), case.get("name"))
+            if case.find("failure") is not None or case.find("error") is not None:
+                mine[tid] = "fail"
+            elif case.find("skipped") is not None:
+                mine[tid] = "skip"
+            else:
+                mine[tid] = "pass"
+        reported += 1
     except (OSError, ET.ParseError) as exc:
-        print("rank %d wrote no results (%s); its log:" % (r, exc), file=sys.stderr)
+        # Killed (a hang): what it finished, from its running record.
+        print("rank %d wrote no JUnit file (%s); its log:" % (r, exc), file=sys.stderr)
         try:
             with open(os.path.join(d, "rank%d.log" % r)) as f:
                 sys.stderr.write("".join(f.readlines()[-30:]))
+            with open(os.path.join(d, "rank%d.progress" % r)) as f:
+                for line in f:
+                    outcome, tid = line.rstrip("\n").split(" ", 1)
+                    if mine.get(tid) != "fail" and not (outcome == "skip" and tid in mine):
+                        mine[tid] = outcome
         except OSError:
             pass
-        continue
-    reported += 1
-    for case in root.iter("testcase"):
-        tid = "%s.py::%s" % (case.get("classname", "").replace(".", "/"), case.get("name"))
+    for tid, outcome in mine.items():
         if tid not in outcomes:
             outcomes[tid] = []
             order.append(tid)
-        if case.find("failure") is not None or case.find("error") is not None:
-            outcomes[tid].append("fail@%d" % r)
-        elif case.find("skipped") is not None:
-            outcomes[tid].append("skip")
-        else:
-            outcomes[tid].append("pass")
+        outcomes[tid].append(outcome if outcome != "fail" else "fail@%d" % r)
 failed = 0
 for tid in order:
     got = outcomes[tid]
-    if all(o == "skip" for o in got) and reported == nranks:
+    if all(o == "skip" for o in got) and len(got) == nranks:
         print("skipped: python[%s] %s" % (label, tid), file=sys.stderr)
         continue
-    ok = reported == nranks and len(got) == nranks and not any(o.startswith("fail") for o in got)
+    ok = len(got) == nranks and not any(o.startswith("fail") for o in got)
     print("%s python[%s]/%s" % ("pass" if ok else "fail", label, tid))
     if not ok:
         failed += 1
