@@ -91,6 +91,13 @@ fi
 plugindir=$(sed -n 's/^SLURM_PLUGINDIR = //p' "$top/build/Makefile")
 prefix=$(sed -n 's/^prefix = //p' "$top/build/Makefile")
 export RP_PREFIX=$prefix RP_PLUGIN=$plugindir/ringpoint.so
+# The Python package (for /usr/bin/python3, when configure found it): on
+# its path already under /usr/local, on PYTHONPATH under RP_TEST_PREFIX.
+pythondir=$(sed -n 's/^RP_PYTHONDIR = //p' "$top/build/Makefile")
+export RP_PYTHONDIR=${pythondir//\$\{prefix\}/$prefix}
+if [ -d "$RP_PYTHONDIR/ringpoint" ]; then
+    export PYTHONPATH=$RP_PYTHONDIR${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 if [ "${RP_TEST_DISTCHECK:-1}" = 1 ]; then
     say "make distcheck"

@@ -14,10 +14,13 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$RP_PREFIX/bin:$PATH
 export PY=/usr/bin/python3
 export TESTS=$top/python/tests
-# The package as make install put it: under RP_PREFIX when the suite
-# installs elsewhere than /usr/local (that one is on $PY's path anyway).
-for d in "$RP_PREFIX"/lib/python3*/*-packages; do
-    [ -d "$d/ringpoint" ] && export PYTHONPATH=$d${PYTHONPATH:+:$PYTHONPATH}
+# The package as make install put it (scripts/test.sh says where:
+# RP_PYTHONDIR), else under RP_PREFIX; /usr/local's is on $PY's path anyway.
+for d in ${RP_PYTHONDIR:-} "$RP_PREFIX"/lib/python3*/*-packages; do
+    if [ -d "$d/ringpoint" ]; then
+        export PYTHONPATH=$d${PYTHONPATH:+:$PYTHONPATH}
+        break
+    fi
 done
 # A peer that is gone fails a collective in 30 s, not 5 minutes; whatever
 # still hangs is killed at LAUNCH_TIMEOUT, inside the harness's limit.
@@ -37,6 +40,7 @@ have_python_deps() {
         $PY -c 'import ringpoint.torch' 2>&1 | tail -n 3
         return 1
     fi
+    echo "package: $($PY -c 'import ringpoint; print(ringpoint.__file__, ringpoint.library_version())')"
 }
 
 # pytest_ranks LABEL NRANKS LAUNCHER... -- PYTEST_ARGS...: run pytest on
