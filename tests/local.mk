@@ -132,7 +132,8 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_coll.sh tests/slurm/test_plugin.sh \
 	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh \
 	tests/slurm/test_failure.sh tests/slurm/test_chaos.sh \
-	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh
+	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh \
+	tests/slurm/test_python.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
