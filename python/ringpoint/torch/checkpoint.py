@@ -193,11 +193,13 @@ class Checkpoint:
             return []
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 
-    def _wanted(self, with_meta=True):
+    def _wanted(self, with_meta=True, model_state=None):
         """name -> (kind, tensor) for everything stored now."""
         want = {}
         if self.model is not None:
-            for key, t in self.model.state_dict().items():
+            if model_state is None:
+                model_state = self.model.state_dict()
+            for key, t in model_state.items():
                 want[self._name("m/" + key)] = (REPLICATED, t)
         if self.optimizer is not None:
             for i, p in enumerate(self._params()):
@@ -210,15 +212,31 @@ class Checkpoint:
             want["rp/rng"] = (PER_RANK, self._rng.buf)
         return want
 
-    @staticmethod
-    def _name(name):
-        if len(name) <= NAME_MAX and all(0x21 <= ord(c) <= 0x7e for c in name):
-            return name
-        import hashlib
-        return name[:2] + "~" + hashlib.blake2b(name.encode(), digest_size=16).hexdigest()
+    _names = {}
 
-    @staticmethod
-    def _opt_name(index, key, t):
+    @classmethod
+    def _name(cls, name):
+        """@name as a region name: itself when it fits the rule (1 to 128
+        printable characters, no space), else a hash of it (computed once)."""
+        out = cls._names.get(name)
+        if out is None:
+            if len(name) <= NAME_MAX and all(0x21 <= ord(c) <= 0x7e for c in name):
+                out = name
+            else:
+                import hashlib
+                out = name[:2] + "~" + hashlib.blake2b(name.encode(),
+                                                      digest_size=16).hexdigest()
+            cls._names[name] = out
+        return out
+
+    _opt_names = {}
+
+    @classmethod
+    def _opt_name(cls, index, key, t):
+        k = (index, key, t.dtype, t.shape)
+        name = cls._opt_names.get(k)
+        if name is not None:
+            return name
         name = "o/%d/%s/%s/%s" % (index, key, _dtype_name(t.dtype),
                                   "x".join(str(d) for d in t.shape))
         if len(name) > NAME_MAX or not all(0x21 <= ord(c) <= 0x7e for c in name):
@@ -226,6 +244,7 @@ class Checkpoint:
                 "Checkpoint: optimizer state %r of parameter %d: its region "
                 "name %r is longer than %d characters" % (key, index, name,
                                                           NAME_MAX))
+        cls._opt_names[k] = name
         return name
 
     def _sync(self, want):
@@ -258,11 +277,13 @@ class Checkpoint:
 
     # ------------------------------------------------------------ meta
 
-    def _meta_state(self):
+    def _meta_state(self, model_state=None):
         meta = {"version": 1, "step": self._step, "world_size": size()}
         if self.model is not None:
+            if model_state is None:
+                model_state = self.model.state_dict()
             meta["model"] = {k: [_dtype_name(t.dtype), list(t.shape)]
-                             for k, t in self.model.state_dict().items()}
+                             for k, t in model_state.items()}
         if self.optimizer is not None:
             params = self._params()
             groups = [{k: _jsonable(v, "optimizer.param_groups")
@@ -433,10 +454,7 @@ class Checkpoint:
         and its checkpoint is committed: leave the loop and exit with
         ringpoint.EXIT_STOPPED."""
         self._step = int(step)
-        self._meta.set(self._meta_state())
-        if self._rng is not None:
-            self._rng.capture()
-        self._sync(self._wanted())
+        self._prepare()
         self._watch_signals()
         result = _lib.StepResult()
         check(lib.rp_step(context_handle("Checkpoint.step"), self._step,
@@ -444,13 +462,18 @@ class Checkpoint:
         self.last = result
         return bool(result.stop)
 
+    def _prepare(self):
+        """Bring the regions up to date: meta, RNG states, the table."""
+        model_state = self.model.state_dict() if self.model is not None else None
+        self._meta.set(self._meta_state(model_state))
+        if self._rng is not None:
+            self._rng.capture()
+        self._sync(self._wanted(model_state=model_state))
+
     def save(self, step):
         """Take a checkpoint of @step now and wait until it is committed."""
         self._step = int(step)
-        self._meta.set(self._meta_state())
-        if self._rng is not None:
-            self._rng.capture()
-        self._sync(self._wanted())
+        self._prepare()
         check(lib.rp_checkpoint(context_handle("Checkpoint.save"), self._step),
               "Checkpoint.save")
 
