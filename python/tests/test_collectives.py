@@ -349,3 +349,20 @@ def test_compression(compression):
     assert ((one.double() - exact).abs() <= bound + u * exact.abs()).all()
     if n > 1:     # (it did travel compressed)
         assert not torch.equal(out[0], hvd.grouped_allreduce([f32])[0])
+
+
+@pytest.mark.parametrize("opname", ["Average", "Sum"])
+def test_grouped_allreduce_gradient(opname):
+    op = OPS[opname]
+    w = [_weights(hvd.rank(), SHAPE), _weights(hvd.rank(), (4,)).float()]
+    xs = [rank_input(hvd.rank(), SHAPE, torch.float64, op).requires_grad_(),
+          rank_input(hvd.rank(), (4,), torch.float32, op, salt=1).requires_grad_(),
+          rank_input(hvd.rank(), (2,), torch.int32, op)]
+    ys = hvd.grouped_allreduce(xs, op=op, postscale_factor=2.0)
+    assert ys[0].requires_grad and ys[1].requires_grad and not ys[2].requires_grad
+    assert_equal(ys[2], reduce_ref(all_inputs((2,), torch.int32, op), op, 1.0, 2.0))
+    ((ys[0] * w[0]).sum() + (ys[1] * w[1]).sum()).backward()
+    for k, (x, shape) in enumerate(((xs[0], SHAPE), (xs[1], (4,)))):
+        ws = torch.stack([_weights(r, shape) for r in range(hvd.size())])
+        want = (ws.sum(0) if op == hvd.Sum else ws.mean(0)) * 2.0
+        torch.testing.assert_close(x.grad, want.to(x.dtype), msg="tensor %d" % k)

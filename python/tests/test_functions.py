@@ -41,8 +41,19 @@ def test_identity():
     for var in ("OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
         if var in os.environ:
             assert hvd.size() == int(os.environ[var])
-    ranks = hvd.allgather_object((hvd.rank(), hvd.local_rank(), ringpoint.node_name()))
-    assert [r for r, _, _ in ranks] == list(range(hvd.size()))
+    ranks = hvd.allgather_object((hvd.rank(), hvd.local_rank(), hvd.local_size(),
+                                  hvd.cross_rank(), ringpoint.node_name()))
+    assert [r for r, *_ in ranks] == list(range(hvd.size()))
+    # Each node's ranks have local ranks 0 .. local_size-1 and one node index.
+    nodes = {}
+    for _, local, local_size, node, name in ranks:
+        nodes.setdefault(name, []).append((local, local_size, node))
+    assert len(nodes) == hvd.cross_size()
+    for name, members in nodes.items():
+        assert sorted(m[0] for m in members) == list(range(len(members))), name
+        assert {m[1] for m in members} == {len(members)}, name
+        assert len({m[2] for m in members}) == 1, name
+    assert sorted(m[0][2] for m in nodes.values()) == list(range(hvd.cross_size()))
     assert hvd.is_homogeneous() == (hvd.size() == hvd.local_size() * hvd.cross_size())
     assert ringpoint.library_version()
 

@@ -445,10 +445,51 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
                       op=None, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=None):
     """Fused allreduce of a list of tensors into new tensors (the inputs are
-    not modified); one collective per dtype instead of one per tensor."""
-    return synchronize(grouped_allreduce_async(
-        tensors, average, name, op, prescale_factor, postscale_factor,
-        process_set, compression))
+    not modified); one collective per dtype instead of one per tensor.
+    Differentiable, as allreduce()."""
+    what = "grouped_allreduce"
+    tensors, op, pre, post = _grouped_args(what, tensors, op, average,
+                                           process_set, False, prescale_factor,
+                                           postscale_factor)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return list(_GroupedAllreduceFn.apply(op, pre, post, compression,
+                                              *tensors))
+    return _grouped_blocking(tensors, op, pre, post, compression, what)
+
+
+def _grouped_blocking(tensors, op, pre, post, compression, what):
+    tensors = [t.detach().contiguous() for t in tensors]
+    outputs = [torch.empty_like(t) for t in tensors]
+    return synchronize(_grouped_async(tensors, outputs, op, compression, pre,
+                                      post, what))
+
+
+class _GroupedAllreduceFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, op, prescale, postscale, compression, *tensors):
+        ctx.op, ctx.pre, ctx.post = op, prescale, postscale
+        ctx.compression = compression
+        outs = _grouped_blocking(tensors, op, prescale, postscale,
+                                 compression, "grouped_allreduce")
+        ctx.mark_non_differentiable(*[o for o in outs
+                                      if not o.is_floating_point()])
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if ctx.op not in (Sum, Average):
+            raise NotSupportedError("grouped_allreduce: no gradient for op %s "
+                                    "(only Sum and Average)" % _OPS[ctx.op])
+        # The gradients of the floating-point outputs (the same list on
+        # every rank), reduced as the forward pass reduced the inputs.
+        idx = [i for i, g in enumerate(grads) if g.is_floating_point()]
+        reduced = _grouped_blocking([grads[i] for i in idx], ctx.op, ctx.pre,
+                                    ctx.post, ctx.compression,
+                                    "grouped_allreduce (gradient)")
+        out = [None] * len(grads)
+        for i, g in zip(idx, reduced):
+            out[i] = g
+        return (None, None, None, None) + tuple(out)
 
 
 # ---------------------------------------------------------------- broadcast
