@@ -39,6 +39,17 @@ static bool rp_parse_digits(const char **pp, uint64_t limit, uint64_t *out)
     return true;
 }
 
+/* Refuse text longer than RP_VALUE_MAX_LEN, without reading past it. */
+static bool rp_parse_too_long(const char *text, char *err, size_t errlen)
+{
+    if (strnlen(text, RP_VALUE_MAX_LEN + 1) > RP_VALUE_MAX_LEN) {
+        rp__errbuf(err, errlen, "the value is longer than %d bytes",
+                   RP_VALUE_MAX_LEN);
+        return true;
+    }
+    return false;
+}
+
 rp_status_t rp__parse_uint(const char *text, uint64_t min, uint64_t max,
                            uint64_t *value_p, char *err, size_t errlen)
 {
@@ -47,6 +58,9 @@ rp_status_t rp__parse_uint(const char *text, uint64_t min, uint64_t max,
 
     if (text == NULL || *text == '\0') {
         rp__errbuf(err, errlen, "empty value (expected a whole number)");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (rp_parse_too_long(text, err, errlen)) {
         return RP_ERR_INVALID_ARG;
     }
     if (!rp_parse_digits(&p, UINT64_MAX, &v) || *p != '\0') {
@@ -129,6 +143,9 @@ rp_status_t rp__parse_duration(const char *text, uint64_t *seconds_p,
     if (text == NULL || *text == '\0') {
         rp__errbuf(err, errlen, "empty duration (accepted: %s)",
                       RP_DURATION_FORMS);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (rp_parse_too_long(text, err, errlen)) {
         return RP_ERR_INVALID_ARG;
     }
     if (strchr(text, ':') != NULL) {
@@ -231,6 +248,9 @@ rp_status_t rp__parse_signal(const char *text, int *signo_p, char *err,
 
     if (text == NULL || *text == '\0') {
         rp__errbuf(err, errlen, "empty signal (accepted: %s)", RP_SIGNAL_FORMS);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (rp_parse_too_long(text, err, errlen)) {
         return RP_ERR_INVALID_ARG;
     }
     if (rp__parse_uint(text, 1, 64, &num, NULL, 0) == RP_OK) {

@@ -12,6 +12,12 @@
 
 #include "ringpoint/status.h"
 
+/* The longest value any RINGPOINT_* setting may have, in bytes. The plugin
+ * in srun, the plugin in slurmstepd and the runtime apply this one limit
+ * (the parsers below refuse longer text), so a value cannot be refused on
+ * one side and read on another (issue 15: 4100 leading zeros). */
+#define RP_VALUE_MAX_LEN 4095
+
 /* Longest duration accepted: 366 days. A checkpoint interval beyond a year
  * is a typo, and the bound keeps every sum far from overflow. */
 #define RP_DURATION_MAX_S (366ULL * 24 * 3600)

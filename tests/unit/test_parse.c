@@ -203,6 +203,38 @@ static void test_signal(void **state)
     assert_null(rp__signal_name(SIGKILL));
 }
 
+/* Issue 15: 4100 leading zeros and a 1 were read as 1 by the runtime while
+ * slurmstepd treated the variable as unset. One limit, in the parsers both
+ * sides use: RP_VALUE_MAX_LEN bytes is the longest value read. */
+static void test_value_length_limit(void **state)
+{
+    static char text[RP_VALUE_MAX_LEN + 2];
+    char err[128] = "";
+    uint64_t v = 0;
+    int signo;
+
+    (void)state;
+    memset(text, '0', RP_VALUE_MAX_LEN - 1);
+    text[RP_VALUE_MAX_LEN - 1] = '1';
+    text[RP_VALUE_MAX_LEN] = '\0';
+    assert_int_equal(rp__parse_uint(text, 0, 10, &v, err, sizeof(err)), RP_OK);
+    assert_int_equal(v, 1);
+    assert_int_equal(rp__parse_duration(text, &v, err, sizeof(err)), RP_OK);
+    assert_int_equal(v, 1);
+    memset(text, '0', RP_VALUE_MAX_LEN);
+    text[RP_VALUE_MAX_LEN] = '1';
+    text[RP_VALUE_MAX_LEN + 1] = '\0';
+    assert_int_equal(rp__parse_uint(text, 0, 10, &v, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "longer than 4095 bytes"));
+    assert_int_equal(rp__parse_duration(text, &v, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "longer than 4095 bytes"));
+    assert_int_equal(rp__parse_signal(text, &signo, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "longer than 4095 bytes"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_uint),
         cmocka_unit_test(test_format_duration),
         cmocka_unit_test(test_signal),
+        cmocka_unit_test(test_value_length_limit),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
