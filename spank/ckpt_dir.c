@@ -47,6 +47,15 @@ rp_status_t rp__ckpt_dir_normalize(const char *base, const char *text,
                    "directory to resolve it against", text);
         return RP_ERR_INVALID_ARG;
     }
+    /* The base is taken literally, never expanded; but a resolved path is
+     * read back as a template by every srun inside the job, where a '%'
+     * would be an escape. So no resolved path contains one. */
+    if (text[0] != '/' && strchr(base, '%') != NULL) {
+        rp__errbuf(err, errlen, "relative path '%s' in submit directory "
+                   "'%s', which contains '%%': give an absolute path", text,
+                   base);
+        return RP_ERR_INVALID_ARG;
+    }
     if (len < 2) {
         goto err_long;
     }
@@ -108,14 +117,11 @@ err_long:
 rp_status_t rp__ckpt_dir_check_roots(const char *path, const char *roots,
                                      char *err, size_t errlen)
 {
-    const char *r = roots, *esc;
-    size_t fixed;
+    const char *r = roots;
 
     if (roots == NULL || *roots == '\0') {
         return RP_OK;
     }
-    esc = strchr(path, '%');
-    fixed = esc != NULL ? (size_t)(esc - path) : strlen(path);
     while (*r != '\0') {
         const char *end = strchrnul(r, ':');
         size_t n = (size_t)(end - r);
@@ -126,10 +132,10 @@ rp_status_t rp__ckpt_dir_check_roots(const char *path, const char *roots,
         if (n == 1 && r[0] == '/') {
             return RP_OK;
         }
-        /* The root must be a whole leading run of components that the
-         * escapes cannot touch: "/scratch" allows "/scratch/x" and
-         * "/scratch/%u", not "/scratchpad" nor "/scr%u". */
-        if (n > 0 && n <= fixed && strncmp(path, r, n) == 0 &&
+        /* The root must be a whole leading run of components: "/scratch"
+         * allows "/scratch/x", not "/scratchpad". Roots hold no '%', so a
+         * component with an unexpanded escape never matches one. */
+        if (n > 0 && strncmp(path, r, n) == 0 &&
             (path[n] == '\0' || path[n] == '/')) {
             return RP_OK;
         }
@@ -162,21 +168,43 @@ static bool rp_ckpt_dir_put(char *out, size_t len, size_t *used,
     return true;
 }
 
+/* Is out[from, to) "." or ".."? */
+static bool rp_ckpt_dir_is_dots(const char *out, size_t from, size_t to)
+{
+    return (to - from == 1 && out[from] == '.') ||
+           (to - from == 2 && out[from] == '.' && out[from + 1] == '.');
+}
+
 rp_status_t rp__ckpt_dir_expand(const char *path, const rp_ckpt_dir_vars_t *vars,
                                 char *out, size_t len, char *err,
                                 size_t errlen)
 {
-    size_t used = 0;
+    size_t used = 0, comp = 0; /* where the current component starts */
+    bool escaped = false;      /* it holds an expansion */
     const char *p;
     char num[16];
 
     if (len == 0) {
         goto err_long;
     }
-    for (p = path; *p != '\0'; p++) {
-        bool start = used > 0 && out[used - 1] == '/';
+    for (p = path;; p++) {
+        bool start = used == comp;
         const char *value;
 
+        if (*p == '\0' || *p == '/') {
+            /* ".%x" with the job name "." would make "..": an expansion
+             * never adds or removes a directory level. */
+            if (escaped && rp_ckpt_dir_is_dots(out, comp, used)) {
+                rp__errbuf(err, errlen, "'%s' expands to a '%.*s' component",
+                           path, (int)(used - comp), out + comp);
+                return RP_ERR_INVALID_ARG;
+            }
+            if (*p == '\0') {
+                break;
+            }
+            escaped = false;
+            comp = used + 1;
+        }
         if (*p != '%') {
             if (used + 1 >= len) {
                 goto err_long;
@@ -207,9 +235,12 @@ rp_status_t rp__ckpt_dir_expand(const char *path, const rp_ckpt_dir_vars_t *vars
             value = vars->job_name != NULL && *vars->job_name ? vars->job_name : "job";
             break;
         default:
-            rp__errbuf(err, errlen, "unknown escape in '%s'", path);
+            rp__errbuf(err, errlen, "unknown escape '%%%.1s' in '%s' "
+                       "(accepted: %s)", *p != '\0' ? p : "", path,
+                       RP_CKPT_DIR_FORMS);
             return RP_ERR_INVALID_ARG;
         }
+        escaped = true;
         if (!rp_ckpt_dir_put(out, len, &used, value, start)) {
             goto err_long;
         }
@@ -221,4 +252,32 @@ err_long:
     rp__errbuf(err, errlen, "the expanded path is longer than %zu bytes",
                len > 0 ? len - 1 : 0);
     return RP_ERR_INVALID_ARG;
+}
+
+rp_status_t rp__ckpt_dir_resolve(const char *base, const char *text,
+                                 const rp_ckpt_dir_vars_t *vars,
+                                 const char *roots, char *out, size_t len,
+                                 char *err, size_t errlen)
+{
+    char expanded[RP_CKPT_DIR_MAX + 1];
+
+    if (strnlen(text, RP_CKPT_DIR_MAX + 1) > RP_CKPT_DIR_MAX) {
+        rp__errbuf(err, errlen, "the value is longer than %d bytes",
+                   RP_CKPT_DIR_MAX);
+        return RP_ERR_INVALID_ARG;
+    }
+    /* The escapes and the characters are checked on the user's text
+     * before anything is expanded, so both sides refuse the same texts. */
+    if (rp__ckpt_dir_normalize(base, text, out, len, err, errlen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (vars != NULL) {
+        if (rp__ckpt_dir_expand(text, vars, expanded, sizeof(expanded), err,
+                                errlen) != RP_OK ||
+            rp__ckpt_dir_normalize(base, expanded, out, len, err, errlen) !=
+                RP_OK) {
+            return RP_ERR_INVALID_ARG;
+        }
+    }
+    return rp__ckpt_dir_check_roots(out, roots, err, errlen);
 }

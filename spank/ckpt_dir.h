@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ringpoint/status.h"
+#include "util/parse.h"
 
 #define RP_CKPT_DIR_FORMS                                                   \
     "an absolute or relative path (relative to the submit directory) that " \
@@ -30,29 +31,45 @@ typedef struct rp_ckpt_dir_vars {
  * Make @text absolute against @base (when relative) and normalise it
  * lexically: no "//", "." or "..", no trailing "/". Escapes are kept. Fails
  * on an empty path, an unknown escape, control characters, ".." above "/",
- * or a result longer than @len.
+ * a relative @text with a '%' in @base, or a result longer than @len.
  */
 rp_status_t rp__ckpt_dir_normalize(const char *base, const char *text,
                                    char *out, size_t len, char *err,
                                    size_t errlen);
 
+/* The longest --ckpt-dir, before and after expansion: the one limit of
+ * every RINGPOINT_* value (the runtime's RINGPOINT_CKPT_DIR holds as much). */
+#define RP_CKPT_DIR_MAX RP_VALUE_MAX_LEN
+
 /*
  * Is the normalised @path inside one of the colon-separated absolute
- * @roots? Only the part before the first escape is compared, at a path
- * component boundary; expansions cannot leave it (they never contain '/').
- * NULL or empty @roots allows everything.
+ * @roots, at a path component boundary? Roots hold no '%', so a component
+ * with an unexpanded escape is inside none. NULL or empty @roots allows
+ * everything.
  */
 rp_status_t rp__ckpt_dir_check_roots(const char *path, const char *roots,
                                      char *err, size_t errlen);
 
-/* Expand the escapes of a normalised path. '/', '%' and a leading '.' in
- * the expanded values become '_', so an expansion never changes the
- * directory structure the roots were checked against, and the result
- * expands to itself when it is read as a pattern again (every srun inside
- * a batch job does). There is no literal '%': a second expansion could not
- * tell it from an escape. */
+/* Expand the escapes of the user's @path (relative or absolute, before
+ * normalisation). '/', '%' and a leading '.' in the expanded values become
+ * '_', and a component that an expansion made "." or ".." is refused, so
+ * an expansion never changes the directory structure. There is no literal
+ * '%': the result is read back as a template by every srun inside a batch
+ * job, where it must expand to itself. */
 rp_status_t rp__ckpt_dir_expand(const char *path, const rp_ckpt_dir_vars_t *vars,
                                 char *out, size_t len, char *err,
                                 size_t errlen);
+
+/*
+ * The one --ckpt-dir rule of both sides: check @text, expand it (with
+ * @vars; NULL in the submitting process, where the job's ids are not known
+ * yet and the escapes stay), then make it absolute against @base (the
+ * submit directory, taken literally), normalise, and check the result
+ * against @roots.
+ */
+rp_status_t rp__ckpt_dir_resolve(const char *base, const char *text,
+                                 const rp_ckpt_dir_vars_t *vars,
+                                 const char *roots, char *out, size_t len,
+                                 char *err, size_t errlen);
 
 #endif /* RP_SPANK_CKPT_DIR_H */

@@ -136,6 +136,122 @@ static void test_expand_cannot_escape(void **state)
                                          sizeof(err)), RP_ERR_INVALID_ARG);
 }
 
+/* Issue 15: "<root>/.%x" with the job name "." expanded to "<root>/..",
+ * outside allowed_roots. A template never adds a directory level. */
+static void test_expand_never_makes_dots(void **state)
+{
+    rp_ckpt_dir_vars_t v = {.job_id = 7, .user = ".", .job_name = "."};
+    char out[256], err[256] = "";
+
+    (void)state;
+    assert_int_equal(rp__ckpt_dir_expand("/scratch/.%x/.%x/etc", &v, out,
+                                         sizeof(out), err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "'..' component"));
+    assert_int_equal(rp__ckpt_dir_expand("/s/.%u", &v, out, sizeof(out), err,
+                                         sizeof(err)), RP_ERR_INVALID_ARG);
+    /* Relative templates are expanded before the submit directory is
+     * joined: a leading expansion is a component start too. */
+    v.job_name = "..";
+    assert_int_equal(rp__ckpt_dir_expand("%x/c", &v, out, sizeof(out), err,
+                                         sizeof(err)), RP_OK);
+    assert_string_equal(out, "_./c");
+    /* Dots the user wrote are the user's: normalisation handles them. */
+    assert_int_equal(rp__ckpt_dir_expand("a/../%j", &v, out, sizeof(out), err,
+                                         sizeof(err)), RP_OK);
+    assert_string_equal(out, "a/../7");
+    v.job_name = "x";
+    assert_int_equal(rp__ckpt_dir_expand("/s/.%x", &v, out, sizeof(out), err,
+                                         sizeof(err)), RP_OK);
+    assert_string_equal(out, "/s/.x");
+}
+
+static rp_status_t resolve(const char *base, const char *text,
+                           const rp_ckpt_dir_vars_t *v, const char *roots,
+                           char *out, char *err)
+{
+    return rp__ckpt_dir_resolve(base, text, v, roots, out, 256, err, 256);
+}
+
+static void test_resolve(void **state)
+{
+    rp_ckpt_dir_vars_t v = {.job_id = 9, .user = "u", .job_name = "."};
+    char out[256], err[256] = "";
+
+    (void)state;
+    /* The escape case of issue 15, both sides. */
+    assert_int_equal(resolve("/h", "/scratch/.%x/.%x/etc", &v, "/scratch", out,
+                             err), RP_ERR_INVALID_ARG);
+    assert_int_equal(resolve("/h", "/scratch/.%x/x", NULL, "/scratch", out,
+                             err), RP_OK);
+    v.job_name = "t";
+    assert_int_equal(resolve("/h", "ck/%x-%j", &v, NULL, out, err), RP_OK);
+    assert_string_equal(out, "/h/ck/t-9");
+    /* '%' in the submit directory is never expanded: a relative path there
+     * is refused on both sides, the same way; an absolute one is fine. */
+    assert_int_equal(resolve("/h/a%zb", "ck", NULL, NULL, out, err),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "contains '%'"));
+    assert_int_equal(resolve("/h/a%zb", "ck", &v, NULL, out, err),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "contains '%'"));
+    assert_int_equal(resolve("/h/a%jb", "/s/%j", &v, NULL, out, err), RP_OK);
+    assert_string_equal(out, "/s/9");
+    /* An unknown escape fails in the submitting process already. */
+    assert_int_equal(resolve("/h", "/s/%z", NULL, NULL, out, err),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "unknown escape '%z'"));
+    /* Roots are checked after expansion and normalisation. */
+    assert_int_equal(resolve("/h", "/scratch/%x/../../etc", &v, "/scratch",
+                             out, err), RP_ERR_INVALID_ARG);
+    assert_int_equal(resolve("/h", "/scratch/%x/../../etc", NULL, "/scratch",
+                             out, err), RP_ERR_INVALID_ARG);
+}
+
+/* The submitting process and slurmstepd give one verdict: every text the
+ * step accepts, srun accepted (srun cannot know the ids, so the step may
+ * refuse more: a job name that makes "..").  */
+static void test_resolve_sides_agree(void **state)
+{
+    static const char *const texts[] = {
+        "ck", "ck/%j", "/scratch/%u/%x", "/scratch/.%x", "%x", "/scr%u",
+        "/scratch/%x/..", "/scratch/%x/../..", "../%j", "/s/%z", "/s/%",
+        "/scratch/a/../../scratch/%A_%a", "/scratch//./%x%x", ".%x/%u",
+    };
+    static const char *const names[] = {"t", ".", "..", "a/b", "%j", ""};
+    static const char *const bases[] = {"/scratch/u", "/h", "/"};
+    char out[256], err[256];
+    size_t t, n, b;
+
+    (void)state;
+    for (t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+        for (b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+            rp_status_t local = resolve(bases[b], texts[t], NULL, "/scratch",
+                                        out, err);
+
+            for (n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+                rp_ckpt_dir_vars_t v = {.job_id = 3, .user = names[n],
+                                        .job_name = names[n]};
+
+                if (resolve(bases[b], texts[t], &v, "/scratch", out, err) ==
+                    RP_OK) {
+                    if (local != RP_OK) {
+                        fail_msg("'%s' in '%s': step accepts (%s), srun "
+                                 "refuses", texts[t], bases[b], out);
+                    }
+                    /* Resolved paths expand to themselves. */
+                    assert_null(strchr(out, '%'));
+                    assert_null(strstr(out, "/../"));
+                    if (strncmp(out, "/scratch", 8) != 0) {
+                        fail_msg("'%s' resolved outside the root: %s",
+                                 texts[t], out);
+                    }
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +260,9 @@ int main(void)
         cmocka_unit_test(test_roots),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_expand_cannot_escape),
+        cmocka_unit_test(test_expand_never_makes_dots),
+        cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_resolve_sides_agree),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
