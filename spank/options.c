@@ -45,7 +45,7 @@ typedef struct rp_setting {
     const char *env;
     rp_resolve_fn resolve;
     bool set;           /* given on the command line */
-    char text[PATH_MAX];
+    char text[RP_VALUE_MAX_LEN + 1];
 } rp_setting_t;
 
 static rp_status_t rp_resolve_interval(const rp_resolve_ctx_t *rc,
@@ -68,18 +68,9 @@ static rp_status_t rp_resolve_dir(const rp_resolve_ctx_t *rc, const char *text,
                                   char *out, size_t len, char *why,
                                   size_t whylen)
 {
-    char normal[PATH_MAX];
-
-    if (rp__ckpt_dir_normalize(rc->base, text, normal, sizeof(normal), why,
-                               whylen) != RP_OK ||
-        rp__ckpt_dir_check_roots(normal, rp_spank_admin.allowed_roots, why,
-                                 whylen) != RP_OK) {
-        return RP_ERR_INVALID_ARG;
-    }
-    if (!rc->remote) {
-        return rp__strlcpy(out, normal, len) ? RP_OK : RP_ERR_INVALID_ARG;
-    }
-    return rp__ckpt_dir_expand(normal, &rc->vars, out, len, why, whylen);
+    return rp__ckpt_dir_resolve(rc->base, text, rc->remote ? &rc->vars : NULL,
+                                rp_spank_admin.allowed_roots, out, len, why,
+                                whylen);
 }
 
 static rp_status_t rp_resolve_keep(const rp_resolve_ctx_t *rc,
@@ -172,19 +163,25 @@ static const char *rp_setting_forms(int which)
     }
 }
 
-/* Resolve in the submitting process; the base of relative paths is the
- * current directory, which becomes the job's submit directory. */
+/* Resolve in the submitting process. Relative paths are taken against the
+ * directory that slurmstepd will see as SLURM_SUBMIT_DIR: the job's, for an
+ * srun inside an allocation (whatever directory the batch script is in by
+ * then), else the current directory, which becomes the new job's. */
 static int rp_check_local(int which, const char *text, const char *source)
 {
     rp_resolve_ctx_t rc = {.remote = false, .base = NULL};
     char cwd[PATH_MAX], out[PATH_MAX], why[PATH_MAX + 256] = "";
+    const char *job_dir = getenv("SLURM_SUBMIT_DIR");
 
-    if (getcwd(cwd, sizeof(cwd)) != NULL) {
+    if (spank_context() == S_CTX_LOCAL && getenv("SLURM_JOB_ID") != NULL &&
+        job_dir != NULL && job_dir[0] == '/') {
+        rc.base = job_dir;
+    } else if (getcwd(cwd, sizeof(cwd)) != NULL) {
         rc.base = cwd;
     }
     if (rp_settings[which].resolve(&rc, text, out, sizeof(out), why,
                                    sizeof(why)) != RP_OK) {
-        slurm_error("ringpoint: %s=%s: %s", source, text, why);
+        slurm_error("ringpoint: %s=%.200s: %s", source, text, why);
         if (strstr(why, "accepted") == NULL) {
             slurm_error("ringpoint: %s accepts %s", source,
                         rp_setting_forms(which));
@@ -203,8 +200,8 @@ static int rp_option_set(int which, const char *optarg, int remote)
     snprintf(source, sizeof(source), "--%s", rp_settings[which].option);
     if (!rp__strlcpy(rp_settings[which].text, text,
                      sizeof(rp_settings[which].text))) {
-        slurm_error("ringpoint: %s: the value is longer than %zu bytes",
-                    source, sizeof(rp_settings[which].text) - 1);
+        slurm_error("ringpoint: %s: the value is longer than %d bytes",
+                    source, RP_VALUE_MAX_LEN);
         return -1;
     }
     if (!remote && rp_check_local(which, text, source) != 0) {
@@ -232,35 +229,113 @@ static int rp_opt_keep(int val, const char *optarg, int remote)
     return rp_option_set(RP_SET_KEEP, optarg, remote);
 }
 
-/* --ckpt-requeue and --no-ckpt-requeue contradict each other; Slurm does
- * not say in which order it reports them, so both together are refused
- * rather than one silently winning. */
-static bool rp_requeue_seen, rp_no_requeue_seen;
+/*
+ * --ckpt-requeue and --no-ckpt-requeue. Both on one command line contradict
+ * each other and are refused. But sbatch and salloc hand their options to
+ * every srun inside the job through the environment
+ * (SLURM_SPANK__SLURM_SPANK_OPTION_ringpoint_<name>), and srun reads those
+ * before its own command line (Slurm 22.05: _opt_env, then _opt_args), so
+ * `sbatch --no-ckpt-requeue` with `srun --ckpt-requeue=1` inside reaches
+ * srun as both: the srun's own one wins, as for every other option. srun
+ * forwards both to slurmstepd, in no promised order; slurmstepd applies the
+ * same rule with the step's environment (rp_requeue_settle).
+ */
+typedef struct rp_requeue_seen {
+    const char *option;
+    unsigned calls;
+    bool own;     /* given on this command line, not inherited */
+} rp_requeue_seen_t;
 
-static int rp_opt_requeue(int val, const char *optarg, int remote)
+static rp_requeue_seen_t rp_seen_requeue = {"ckpt-requeue", 0, false};
+static rp_requeue_seen_t rp_seen_no_requeue = {"no-ckpt-requeue", 0, false};
+
+/* The environment name Slurm gives an inherited option: '-' becomes '_'. */
+static void rp_option_env_name(const char *option, char *name, size_t len)
 {
-    (void)val;
-    rp_requeue_seen = true;
-    if (rp_no_requeue_seen && !remote) {
+    size_t i;
+
+    snprintf(name, len, "SLURM_SPANK__SLURM_SPANK_OPTION_ringpoint_%s", option);
+    for (i = 0; name[i] != '\0'; i++) {
+        if (name[i] == '-') {
+            name[i] = '_';
+        }
+    }
+}
+
+static int rp_requeue_note(rp_requeue_seen_t *seen, rp_requeue_seen_t *other,
+                           int remote)
+{
+    char name[128];
+
+    seen->calls++;
+    if (remote) {
+        return 0;
+    }
+    rp_option_env_name(seen->option, name, sizeof(name));
+    /* The first call of an inherited option is the environment's. */
+    if (seen->calls > 1 || getenv(name) == NULL) {
+        seen->own = true;
+    }
+    if (other->calls > 0 && seen->own == other->own) {
         slurm_error("ringpoint: --ckpt-requeue and --no-ckpt-requeue "
                     "contradict each other; give one");
         return -1;
     }
-    /* In slurmstepd, the refusal above already happened at submit time. */
-    return rp_no_requeue_seen ? 0 : rp_option_set(RP_SET_REQUEUE, optarg, remote);
+    return 0;
+}
+
+/* Slurm 22.05's sbatch writes a bare optional argument into the job's
+ * environment as the text "(null)" (printf of a NULL), and every srun
+ * inside hands that back as the value. */
+static const char *rp_optional_arg(const char *optarg)
+{
+    return optarg == NULL || strcmp(optarg, "(null)") == 0 ? "" : optarg;
+}
+
+static int rp_opt_requeue(int val, const char *optarg, int remote)
+{
+    (void)val;
+    if (rp_requeue_note(&rp_seen_requeue, &rp_seen_no_requeue, remote) != 0) {
+        return -1;
+    }
+    return rp_option_set(RP_SET_REQUEUE, rp_optional_arg(optarg), remote);
 }
 
 static int rp_opt_no_requeue(int val, const char *optarg, int remote)
 {
     (void)val;
     (void)optarg;
-    rp_no_requeue_seen = true;
-    if (rp_requeue_seen && !remote) {
-        slurm_error("ringpoint: --ckpt-requeue and --no-ckpt-requeue "
-                    "contradict each other; give one");
+    if (rp_requeue_note(&rp_seen_no_requeue, &rp_seen_requeue, remote) != 0) {
         return -1;
     }
-    return rp_option_set(RP_SET_REQUEUE, "0", remote);
+    /* In slurmstepd the winner is settled when the step's environment is
+     * known; in srun the command line comes last, so the last one wins. */
+    return remote ? 0 : rp_option_set(RP_SET_REQUEUE, "0", remote);
+}
+
+/* In slurmstepd: --no-ckpt-requeue wins unless the step's own
+ * --ckpt-requeue overrides an inherited --no-ckpt-requeue. */
+static void rp_requeue_settle(spank_t sp)
+{
+    rp_setting_t *s = &rp_settings[RP_SET_REQUEUE];
+    char name[128], value[16];
+
+    if (rp_seen_no_requeue.calls == 0) {
+        return;
+    }
+    if (s->set) {
+        rp_option_env_name(rp_seen_no_requeue.option, name, sizeof(name));
+        if (spank_getenv(sp, name, value, sizeof(value)) !=
+            ESPANK_ENV_NOEXIST) {
+            rp_option_env_name(rp_seen_requeue.option, name, sizeof(name));
+            if (spank_getenv(sp, name, value, sizeof(value)) ==
+                ESPANK_ENV_NOEXIST) {
+                return;
+            }
+        }
+    }
+    snprintf(s->text, sizeof(s->text), "0");
+    s->set = true;
 }
 
 static int rp_opt_signal(int val, const char *optarg, int remote)
@@ -370,13 +445,15 @@ bool rp__spank_options_exported(void)
 
 int rp__spank_options_export(spank_t sp)
 {
-    static char env_text[PATH_MAX], out[PATH_MAX], why[PATH_MAX + 256];
+    static char env_text[RP_VALUE_MAX_LEN + 1], out[PATH_MAX],
+        why[PATH_MAX + 256];
     char submit_dir[PATH_MAX], user[256], name[256];
     rp_resolve_ctx_t rc;
     int which;
 
     rp_remote_ctx(sp, &rc, submit_dir, sizeof(submit_dir), user, sizeof(user),
                   name, sizeof(name));
+    rp_requeue_settle(sp);
     for (which = 0; which < RP_SET_COUNT; which++) {
         rp_setting_t *s = &rp_settings[which];
         const char *text = NULL, *source = NULL;
@@ -385,10 +462,15 @@ int rp__spank_options_export(spank_t sp)
         if (s->set) {
             text = s->text;
             source = s->option;
-        } else if (spank_getenv(sp, s->env, env_text, sizeof(env_text)) ==
-                   ESPANK_SUCCESS) {
+        } else if ((err = spank_getenv(sp, s->env, env_text,
+                                       sizeof(env_text))) == ESPANK_SUCCESS) {
             text = env_text;
             source = s->env;
+        } else if (err == ESPANK_NOSPACE) {
+            /* Not unset: the runtime would read it. Same limit both sides. */
+            slurm_error("ringpoint: %s: the value is longer than %d bytes",
+                        s->env, RP_VALUE_MAX_LEN);
+            return -1;
         } else if (which == RP_SET_INTERVAL &&
                    rp_spank_admin.has_default_interval) {
             snprintf(env_text, sizeof(env_text), "%" PRIu64,

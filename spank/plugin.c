@@ -53,6 +53,13 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* A step refused in slurmstepd. The refusal is made in each task, before
+ * it executes anything, rather than in user_init: a batch step whose
+ * user_init fails is a launch failure, and slurmctld drains the node for
+ * it ("batch job complete failure"), so one user's bad value would take
+ * nodes out of service. */
+static bool rp_step_refused;
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
     (void)ac;
@@ -61,10 +68,24 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         return 0;
     }
     if (rp__spank_options_export(sp) != 0) {
-        return -1;
+        rp_step_refused = true;
+        return 0;
     }
     if (rp__spank_options_exported()) {
         rp__spank_job_limits_export(sp);
+    }
+    return 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (spank_context() == S_CTX_REMOTE && rp_step_refused) {
+        slurm_error("ringpoint: the step was refused (see the error above); "
+                    "no task runs");
+        return -1;
     }
     return 0;
 }

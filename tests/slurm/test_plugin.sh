@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The SPANK plugin on the real local cluster: its options are offered,
 # bad values are refused in the submitting process before any task starts,
-# and resolved values reach every task. Run by scripts/test.sh with the
-# cluster up (RP_CLUSTER_DIR, SLURM_CONF, RP_PREFIX set).
+# and resolved values reach every task and the steps inside a batch job.
+# Run by scripts/test.sh with the cluster up (RP_CLUSTER_DIR, SLURM_CONF,
+# RP_PREFIX set).
 . "$(dirname "$0")/../lib/harness.sh"
 
 export PATH=$RP_PREFIX/bin:$PATH
@@ -218,6 +219,148 @@ test_site_limits_on_options() {
     # A bare --ckpt-requeue means the site's maximum.
     assert_eq "$(srun -N1 --ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "2"
     assert_eq "$(srun -N1 --ckpt-dir=/var/tmp/x/%j printenv RINGPOINT_CKPT_DIR | grep -c '^/var/tmp/x/[0-9]')" "1"
+}
+
+# ---- Issue 15, section 0: the options as a new user meets them. Every
+# option, bare and with a value, reaches the steps inside a batch job; an
+# inner srun's option overrides what the job inherited; a value has one
+# length limit on every side; --ckpt-dir templates cannot leave the roots.
+
+# wait_gone JOB...: until the jobs have left the queue.
+wait_gone() {
+    local j
+    for j in "$@"; do
+        for _ in $(seq 120); do
+            squeue -h -j "$j" 2>/dev/null | grep -q . || break
+            sleep 0.5
+        done
+    done
+}
+
+# The whole option table, each given to sbatch and read back by two srun
+# steps inside (one after the script changed directory): OPTION|VARIABLE|
+# VALUE, where VALUE may name JOB (the job id) and DIR (the submit dir).
+export OPTION_TABLE='--ckpt-interval=5m|RINGPOINT_CKPT_INTERVAL|300
+--ckpt-interval=1:30:00|RINGPOINT_CKPT_INTERVAL|5400
+--ckpt-dir=ck/%x-%j|RINGPOINT_CKPT_DIR|DIR/ck/rpopt-JOB
+--ckpt-dir=DIR/abs/%u|RINGPOINT_CKPT_DIR|DIR/abs/USER
+--ckpt-keep=4|RINGPOINT_CKPT_KEEP|4
+--ckpt-requeue|RINGPOINT_CKPT_REQUEUE|3
+--ckpt-requeue=2|RINGPOINT_CKPT_REQUEUE|2
+--ckpt-requeue=0|RINGPOINT_CKPT_REQUEUE|0
+--no-ckpt-requeue|RINGPOINT_CKPT_REQUEUE|0
+--ckpt-signal=term|RINGPOINT_CKPT_SIGNAL|TERM
+--ckpt-signal=12|RINGPOINT_CKPT_SIGNAL|USR2'
+
+# Issue 15: a bare `sbatch --ckpt-requeue` made every srun inside fail
+# with "--ckpt-requeue=(null)... not a whole number".
+test_every_option_round_trips_sbatch_to_steps() {
+    local dir=$RP_WORK/rt opt var want jid out i=0 jids=()
+    rm -rf "$dir"; mkdir -p "$dir/elsewhere"; cd "$dir"
+    printf '#!/bin/bash\nsrun -N1 printenv "$1"; echo "rc=$?"\ncd elsewhere\nsrun -N1 printenv "$1"; echo "rc=$?"\n' >job.sh
+    while IFS='|' read -r opt var want; do
+        opt=${opt//DIR/$dir}
+        jid=$(sbatch --parsable -J rpopt -o "$dir/out.$i" "$opt" job.sh "$var") ||
+            fail "sbatch $opt refused"
+        jids+=("$jid"); i=$((i + 1))
+    done <<<"$OPTION_TABLE"
+    wait_gone "${jids[@]}"
+    i=0
+    while IFS='|' read -r opt var want; do
+        opt=${opt//DIR/$dir}
+        want=${want//DIR/$dir}; want=${want//JOB/${jids[$i]}}; want=${want//USER/$(id -un)}
+        out=$(cat "$dir/out.$i")
+        echo "== sbatch $opt"; echo "$out"
+        assert_eq "$out" "$want"$'\n'"rc=0"$'\n'"$want"$'\n'"rc=0" "the steps of sbatch $opt"
+        i=$((i + 1))
+    done <<<"$OPTION_TABLE"
+}
+
+test_bare_requeue_round_trips_salloc_to_steps() {
+    local out
+    out=$(salloc -N1 --ckpt-requeue srun -N1 printenv RINGPOINT_CKPT_REQUEUE 2>&1)
+    assert_contains "$out" $'\n3' "salloc --ckpt-requeue, srun inside"
+    assert_not_contains "$out" "(null)"
+}
+
+# Issue 15: `sbatch --no-ckpt-requeue` with `srun --ckpt-requeue=1` inside
+# failed "contradict each other": the inner srun's option wins.
+test_inner_srun_overrides_inherited() {
+    local dir=$RP_WORK/ovr j1 j2 j3 j4
+    rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
+    j1=$(sbatch --parsable -o "$dir/1.out" --no-ckpt-requeue --wrap \
+        'srun -N1 --ckpt-requeue=1 printenv RINGPOINT_CKPT_REQUEUE; srun -N1 printenv RINGPOINT_CKPT_REQUEUE')
+    j2=$(sbatch --parsable -o "$dir/2.out" --ckpt-requeue=2 --wrap \
+        'srun -N1 --no-ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE; srun -N1 --ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE')
+    j3=$(sbatch --parsable -o "$dir/3.out" --ckpt-requeue --ckpt-interval=5m --wrap \
+        'srun -N1 --ckpt-interval=10m --ckpt-requeue=1 sh -c "echo \$RINGPOINT_CKPT_INTERVAL \$RINGPOINT_CKPT_REQUEUE"')
+    # Both on the inner srun's own command line still contradict.
+    j4=$(sbatch --parsable -o "$dir/4.out" --no-ckpt-requeue --wrap \
+        'srun -N1 --ckpt-requeue=1 --no-ckpt-requeue true; echo "rc=$?"')
+    wait_gone "$j1" "$j2" "$j3" "$j4"
+    head -n 20 "$dir"/*.out
+    assert_eq "$(cat "$dir/1.out")" $'1\n0' "sbatch --no-ckpt-requeue, srun --ckpt-requeue=1"
+    assert_eq "$(cat "$dir/2.out")" $'0\n3' "sbatch --ckpt-requeue=2, srun --no-ckpt-requeue"
+    assert_eq "$(cat "$dir/3.out")" "600 1" "sbatch --ckpt-requeue --ckpt-interval=5m, srun overrides both"
+    assert_contains "$(cat "$dir/4.out")" "contradict each other"
+    assert_not_contains "$(cat "$dir/4.out")" "rc=0"
+}
+
+# Issue 15: a RINGPOINT_* value of 4096 bytes or more was treated as unset by
+# slurmstepd (no site check) and read by the runtime (4100 zeros then 1 is
+# an interval of 1 s under min_interval=5m).
+test_long_value_one_verdict() {
+    local dir=$RP_WORK/long zeros jid out
+    with_site_args min_interval=5m
+    rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
+    zeros=$(head -c 4100 /dev/zero | tr '\0' 0)
+    out=$(RINGPOINT_CKPT_INTERVAL=${zeros}1 srun -N1 touch "$dir/srun-ran" 2>&1) &&
+        fail "srun accepted a 4101-byte RINGPOINT_CKPT_INTERVAL"
+    assert_contains "$out" "longer than 4095 bytes"
+    [ ! -e "$dir/srun-ran" ] || fail "a task ran"
+    # --export skips the submit-time check: slurmstepd must refuse it too.
+    jid=$(sbatch --parsable -o "$dir/job.out" --export="ALL,RINGPOINT_CKPT_INTERVAL=${zeros}1" \
+        --wrap "touch $dir/job-ran")
+    wait_gone "$jid"
+    cat "$dir/job.out"
+    assert_contains "$(cat "$dir/job.out")" "RINGPOINT_CKPT_INTERVAL: the value is longer than 4095 bytes"
+    [ ! -e "$dir/job-ran" ] || fail "the batch script ran"
+    # Refused in the task, not at launch: a failed batch launch drains nodes.
+    assert_eq "$(sinfo -h -R)" "" "nodes drained by a refused batch job"
+    # 4095 bytes is a value like any other: read, and checked.
+    out=$(RINGPOINT_CKPT_INTERVAL=${zeros:0:4094}1 srun -N1 true 2>&1) &&
+        fail "srun accepted a 1 s interval under min_interval=5m"
+    assert_contains "$out" "minimum of 5m"
+}
+
+# Issue 15: --ckpt-dir=<root>/.%x with the job name "." left the roots.
+test_ckpt_dir_template_cannot_leave_roots() {
+    local root=$RP_WORK/root out jid
+    with_site_args "allowed_roots=$root"
+    rm -rf "$root"; mkdir -p "$root"; cd "$root"
+    out=$(srun -N1 -J . --ckpt-dir="$root/.%x/.%x/etc" touch "$root/ran" 2>&1) || true
+    echo "$out"
+    assert_contains "$out" "expands to a '..' component"
+    [ ! -e "$root/ran" ] || fail "a task ran with a ckpt dir outside the roots"
+    # The same template with an ordinary name stays inside.
+    assert_eq "$(srun -N1 -J n --ckpt-dir="$root/.%x" printenv RINGPOINT_CKPT_DIR)" "$root/.n"
+    # Relative paths of an srun inside a batch job are the job's submit
+    # directory's, wherever the script has gone.
+    jid=$(sbatch --parsable -o "$root/cd.out" --ckpt-dir=ck --wrap \
+        'cd /; srun -N1 printenv RINGPOINT_CKPT_DIR')
+    wait_gone "$jid"
+    assert_eq "$(cat "$root/cd.out")" "$root/ck" "an srun after cd /"
+}
+
+# Issue 15: '%' in the submit directory was expanded, and an unknown escape
+# there passed srun and failed only in slurmstepd.
+test_percent_in_submit_dir() {
+    local dir=$RP_WORK/a%zb out
+    rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
+    out=$(expect_refused "contains '%'" srun -N1 --ckpt-dir=ck)
+    assert_contains "$out" "srun: error: ringpoint"
+    assert_eq "$(srun -N1 --ckpt-dir="$RP_WORK/abs-%j" printenv RINGPOINT_CKPT_DIR | grep -c "^$RP_WORK/abs-[0-9]*\$")" 1
+    expect_refused "unknown escape '%z'" srun -N1 --ckpt-dir=/x/%z >/dev/null
 }
 
 run_all
