@@ -10,6 +10,7 @@ import torch
 import ringpoint
 import ringpoint.torch as hvd
 from _helpers import seeded
+from ringpoint import _coll
 
 
 def _model(seed):
@@ -201,7 +202,7 @@ def test_numpy_errors():
     for root in (-1, hvd.size()):
         with pytest.raises(ringpoint.InvalidArgumentError):
             ringpoint.broadcast_(np.zeros(3), root)
-    if hvd.size() > 1:
+    if hvd.size() > 1 and _coll.CHECK:
         with pytest.raises(ringpoint.MismatchError):
             ringpoint.allreduce(np.zeros(2 + hvd.rank()))
         with pytest.raises(ringpoint.MismatchError):
