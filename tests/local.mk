@@ -112,6 +112,11 @@ tests_tools_ckpt_fixture_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 TESTS += tests/tools/test_ckpt_tool.sh
 EXTRA_DIST += tests/tools/test_ckpt_tool.sh
 
+# The man pages against the code: every option and site key of the plugin
+# in ringpoint(8), every --help option in its tool's page (TAP).
+TESTS += tests/tools/test_manpages.sh
+EXTRA_DIST += tests/tools/test_manpages.sh
+
 # The device checks on one GPU (TAP "1..0 # SKIP no CUDA device: ..." where
 # there is none): ringpoint-gpu-check device with the module of this build.
 TESTS += tests/tools/test_gpu_device.sh
