@@ -210,3 +210,29 @@ def test_numpy_errors():
         with pytest.raises(ringpoint.MismatchError):
             ringpoint.allgather(np.zeros((1, 1 + hvd.rank())))
     assert ringpoint.allreduce(np.ones(3), op=ringpoint.SUM)[0] == hvd.size()
+
+
+def test_shutdown_completes_handles_and_init_starts_again():
+    r, n = hvd.rank(), hvd.size()
+    x = torch.full((5,), float(r))
+    h = hvd.allreduce_async_(x, op=hvd.Sum)
+    hvd.shutdown()
+    assert not hvd.is_initialized()
+    # The handle was completed before the context went.
+    assert hvd.synchronize(h).tolist() == [float(sum(range(n)))] * 5
+    with pytest.raises(hvd.StateError):
+        hvd.allreduce(torch.ones(1))
+    hvd.init()
+    hvd.init()                                    # idempotent
+    assert (hvd.rank(), hvd.size()) == (r, n)
+    assert hvd.allreduce(torch.ones(2), op=hvd.Sum).tolist() == [float(n)] * 2
+
+
+def test_build_queries_are_truthful():
+    try:
+        from ringpoint import _config
+        module = _config.GPU_MODULE
+    except ImportError:                           # (a source tree)
+        module = None
+    module = os.environ.get("RINGPOINT_GPU_MODULE") or module
+    assert hvd.nccl_built() == bool(module and os.path.exists(module))
