@@ -11,8 +11,10 @@ srun --mpi=pmix, with Debian's python3-torch:
 Both reduce (sum) the same tensors in place: ringpoint-bench's inputs,
 restored before each iteration (untimed), the last result checked exactly
 (#wrong). For every size the tools take turns, -r rounds of -n iterations
-each (-N above 1 MiB), the order rotating from round to round, so that a
-noisy neighbour hits them alike. Each iteration is timed alone and
+each (-N from 1 MiB), the order rotating, so that a noisy neighbour hits
+them alike: below 1 MiB each tool runs its iterations of a round back to
+back (its steady state), from 1 MiB every iteration runs each tool once
+(-I block|iter to choose). Each iteration is timed alone and
 combined with MAX over ranks; a cell is the median over rounds of each
 round's median (or mean, -m mean). 'x gloo' is gloo's time over
 ringpoint.torch's (for a fixed size also the busbw ratio).
@@ -42,6 +44,9 @@ def main():
                    help="iterations per round from 1 MiB (default 10)")
     p.add_argument("-W", "--warmup-large", type=int, default=2)
     p.add_argument("-r", "--rounds", type=int, default=5)
+    p.add_argument("-I", "--interleave", choices=["auto", "block", "iter"],
+                   default="auto", help="ways take turns per round (block) or "
+                   "per iteration (iter); auto: block below 1 MiB, iter from it")
     p.add_argument("-c", "--check", type=int, default=1)
     p.add_argument("-m", "--stat", choices=["median", "mean"], default="median")
     p.add_argument("-d", "--datatype", choices=bc.DTYPES, default="float")
@@ -54,6 +59,7 @@ def main():
 
     torch, dist, hvd = bc.init_ringpoint_and_gloo(29518)
     from ringpoint import _coll, _lib, _runtime
+    from ringpoint._errors import check
     from ringpoint.torch import mpi_ops
 
     rank, size = hvd.rank(), hvd.size()
@@ -73,9 +79,9 @@ def main():
     ways = [("ringpoint.torch", lambda t: hvd.allreduce_(t, op=hvd.Sum), None, None),
             ("gloo", lambda t: dist.all_reduce(t, op=dist.ReduceOp.SUM), None, None)]
     if a.python_overhead:
-        ways += [("ctypes", lambda t: lib.rp_allreduce(
+        ways += [("ctypes", lambda t: check(lib.rp_allreduce(
                       ctx, t.data_ptr(), t.data_ptr(), t.numel(), rp_dt, hvd.Sum),
-                  None, None),
+                      "rp_allreduce"), None, None),
                  ("no check", lambda t: hvd.allreduce_(t, op=hvd.Sum),
                   check_off, check_on)]
     nw = len(ways)
@@ -99,22 +105,28 @@ def main():
         warm = a.warmup_large if large else a.warmup_iters
         times = torch.zeros((nw, a.rounds, iters), dtype=torch.float64)
         wrong = [0] * nw
+        mode = a.interleave if a.interleave != "auto" else ("iter" if large else "block")
+        # block: per round, each way's iterations back to back (a tool's
+        # steady state); iter: each iteration runs every way once, so that
+        # load that comes and goes hits them alike.
+        order = ([(k, it) for k in range(nw) for it in range(warm + iters)]
+                 if mode == "block" else
+                 [(k, it) for it in range(warm + iters) for k in range(nw)])
         for r in range(a.rounds):
-            for k in range(nw):
-                w = (k + r) % nw
+            for k, it in order:
+                w = (k + r + (it if mode == "iter" else 0)) % nw
                 _, call, before, after = ways[w]
                 if before:
                     before()
-                for it in range(warm + iters):
-                    t.copy_(pristine)
-                    t0 = time.perf_counter()
-                    call(t)
-                    t1 = time.perf_counter()
-                    if it >= warm:
-                        times[w, r, it - warm] = (t1 - t0) * 1e6
+                t.copy_(pristine)
+                t0 = time.perf_counter()
+                call(t)
+                t1 = time.perf_counter()
                 if after:
                     after()
-                if a.check:
+                if it >= warm:
+                    times[w, r, it - warm] = (t1 - t0) * 1e6
+                if a.check and it == warm + iters - 1:
                     wrong[w] += int((t != expected).sum())
         dist.all_reduce(times, op=dist.ReduceOp.MAX)
         wt = torch.tensor(wrong, dtype=torch.int64)

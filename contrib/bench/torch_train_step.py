@@ -17,10 +17,10 @@ The model (an MLP of -I/-W/-L, 4.0 M parameters by default, or a small CNN
 with --model cnn) is built four times from one seed, so every way starts
 from the same weights; each rank gets its own synthetic batch (seeded by
 rank), the same every step. A step is zero_grad, forward, backward, step
-(SGD with momentum). The ways take turns: -r rounds of -w warm-up and -n
-timed steps each, the order rotating from round to round; each step's
-time is the slowest rank's, a way's figure the median over rounds of each
-round's median. Since every way took the same number of steps from the
+(SGD with momentum). After -w warm-up steps of each, the ways take turns
+step by step (-r rounds of -n steps of each, the order rotating), so that
+load that comes and goes hits them alike; each step's time is the slowest
+rank's, a way's figure the median over rounds of each round's median. Since every way took the same number of steps from the
 same weights on the same data, the three distributed ways must end with
 the same weights (printed: the largest difference; gradients averaged in
 different orders differ by rounding only).
@@ -107,17 +107,18 @@ def main():
         return loss
 
     nw = len(names)
+    for n in names:
+        for _ in range(a.warmup):
+            step(*ways[n])
     times = torch.zeros((nw, a.rounds, a.steps), dtype=torch.float64)
     for r in range(a.rounds):
-        for k in range(nw):
-            w = (k + r) % nw
-            model, opt = ways[names[w]]
-            for s in range(a.warmup + a.steps):
+        for s in range(a.steps):
+            for k in range(nw):
+                w = (k + s + r) % nw
                 t0 = time.perf_counter()
-                step(model, opt)
+                step(*ways[names[w]])
                 t1 = time.perf_counter()
-                if s >= a.warmup:
-                    times[w, r, s - a.warmup] = (t1 - t0) * 1e3
+                times[w, r, s] = (t1 - t0) * 1e3
     dist.all_reduce(times, op=dist.ReduceOp.MAX)
 
     def params(n):
@@ -143,12 +144,15 @@ def main():
         print(f"# torch_train_step.py: torch {torch.__version__}, {size} ranks, "
               f"{desc}, {nparams} parameters ({nparams * 4 / 2**20:.1f} MiB "
               f"of float32 gradients), batch {a.batch} per rank, SGD momentum; "
-              f"rounds {a.rounds} steps {a.steps} warmup {a.warmup}; "
+              f"rounds {a.rounds} steps {a.steps} warmup {a.warmup}, ways "
+              f"interleaved step by step; "
               f"torch threads 1")
         print("# step time: median over rounds of each round's median of the "
               "slowest rank's step, in ms")
+        print("# x ddp-gloo: DDP-gloo's step time over this way's; paired: the "
+              "median over steps of that ratio for the steps run side by side")
         print(f"# {'way':>10s}  {'step ms':>9s}  {'min..max of rounds':>19s}"
-              f"  {'x ddp-gloo':>10s}")
+              f"  {'x ddp-gloo':>10s}  {'paired':>6s}")
         meds = {}
         for w, n in enumerate(names):
             per_round = [statistics.median(times[w, r].tolist())
@@ -158,8 +162,13 @@ def main():
                 print(f"#   {n} rounds: " + " ".join(f"{v:.2f}" for v in per_round))
         for n in names:
             m, lo, hi = meds[n]
-            ratio = (f"{meds['ddp-gloo'][0] / m:10.2f}" if "ddp-gloo" in meds
-                     else f"{'-':>10s}")
+            if "ddp-gloo" in meds:
+                g = names.index("ddp-gloo")
+                paired = statistics.median(
+                    (times[g] / times[names.index(n)]).reshape(-1).tolist())
+                ratio = f"{meds['ddp-gloo'][0] / m:10.2f}  {paired:6.2f}"
+            else:
+                ratio = f"{'-':>10s}  {'-':>6s}"
             print(f"  {n:>10s}  {m:9.2f}  {lo:8.2f}..{hi:9.2f}  {ratio}")
         print(f"# weights: largest difference between the distributed ways "
               f"{diff:.3g}, between ranks {spread:.3g}")

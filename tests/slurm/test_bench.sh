@@ -88,6 +88,36 @@ test_bench_mpirun_and_companions() {
     fi
 }
 
+# The PyTorch companions: ringpoint.torch beside gloo in one process
+# (allreduce, checked exactly, with the -P columns; a training step four
+# ways, whose distributed ways must end with equal weights on every rank).
+test_bench_torch_companions() {
+    local out port=$(( 29000 + RANDOM % 500 ))
+    if ! /usr/bin/python3 -c 'import torch.distributed, ringpoint.torch' 2>/dev/null; then
+        echo "skipped: /usr/bin/python3 cannot import torch and ringpoint.torch"
+        return 0
+    fi
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
+        -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port \
+        /usr/bin/python3 "$LIBEXEC/torch_allreduce.py" -b 4 -e 2M -f 32 -r 2 \
+        -n 5 -w 1 -N 2 -W 1 -P 2>&1) || fail "torch_allreduce.py exited $?"
+    bench_ok "$out"
+    assert_contains "$out" "x gloo"
+    out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 1)) srun --mpi=pmix -N2 -n3 \
+        /usr/bin/python3 "$LIBEXEC/torch_allreduce.py" -b 1K -e 1M -f 32 -r 1 \
+        -n 3 -w 1 -N 2 -W 1 -d int64 2>&1) || fail "torch_allreduce.py under srun exited $?"
+    bench_ok "$out"
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
+        -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((port + 2)) \
+        /usr/bin/python3 "$LIBEXEC/torch_train_step.py" -W 128 -r 2 -n 2 -w 1 2>&1) ||
+        fail "torch_train_step.py exited $?"
+    echo "$out"
+    for way in local hvd ddp-gloo ddp-hook; do
+        echo "$out" | grep -Eq "^ +$way +[0-9.]+ " || fail "no row for $way"
+    done
+    assert_contains "$out" "between ranks 0"
+}
+
 # Device mode (-D cuda). Without a GPU path (no module, no CUDA driver, no
 # device, as in CI) it must skip at once: exit 77 and one line saying why.
 # Where ringpoint-info sees a GPU it runs a small device benchmark, one
