@@ -57,6 +57,11 @@ def test_identity():
     assert sorted(m[0][2] for m in nodes.values()) == list(range(hvd.cross_size()))
     assert hvd.is_homogeneous() == (hvd.size() == hvd.local_size() * hvd.cross_size())
     assert ringpoint.library_version()
+    assert ringpoint.node_count() == hvd.cross_size() and ringpoint.node_id() == hvd.cross_rank()
+    assert isinstance(ringpoint.job_id(), str) and ringpoint.ckpt_interval() >= 0
+    assert len(set(hvd.allgather_object(ringpoint.job_id()))) == 1
+    if "SLURM_JOB_ID" in os.environ:
+        assert ringpoint.job_id() == os.environ["SLURM_JOB_ID"]
 
 
 def test_build_queries():
