@@ -366,3 +366,40 @@ def test_grouped_allreduce_gradient(opname):
         ws = torch.stack([_weights(r, shape) for r in range(hvd.size())])
         want = (ws.sum(0) if op == hvd.Sum else ws.mean(0)) * 2.0
         torch.testing.assert_close(x.grad, want.to(x.dtype), msg="tensor %d" % k)
+
+
+@pytest.mark.skipif("hvd.size() < 2", reason="needs a peer to wait for")
+def test_gil_released_while_waiting():
+    # Rank 0 waits in a blocking collective for ranks that come 0.3 s
+    # late, and in synchronize() for a 64 MiB allreduce: a Python thread
+    # must run meanwhile.
+    import threading
+    import time
+    count, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+            time.sleep(0)
+    t = threading.Thread(target=spin)
+    if hvd.rank() == 0:
+        t.start()
+    try:
+        if hvd.rank() != 0:
+            time.sleep(0.3)
+        before = count[0]
+        hvd.allreduce(torch.ones(4), op=hvd.Sum)
+        waiting = count[0] - before
+        h = hvd.allreduce_async_(torch.ones(16 << 20))
+        before, start = count[0], time.perf_counter()
+        hvd.synchronize(h)
+        syncing, took = count[0] - before, time.perf_counter() - start
+    finally:
+        stop.set()
+        if t.is_alive():
+            t.join()
+    if hvd.rank() == 0:
+        assert waiting > 100, "the thread ran %d times in 0.3 s of allreduce" % waiting
+        if took > 0.02:     # (too quick to tell otherwise)
+            assert syncing > 10, "the thread ran %d times in %.3f s of synchronize()" % (
+                syncing, took)
