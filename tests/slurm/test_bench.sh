@@ -134,11 +134,12 @@ test_bench_device_mode() {
         bench_ok "$out"
         return
     fi
-    # (srun's own "srun: error: ... exit code 77" lines are not counted.)
+    # (Slurm's own lines, srun's "exit code 77" and slurmstepd's, are not
+    # counted.)
     out=$(srun --mpi=pmix -N1 -n1 ringpoint-bench -D cuda -b 8 -e 1M 2>&1) || rc=$?
     echo "$out"
     assert_eq "$rc" 77 "exit status of -D cuda without a GPU"
-    out=$(echo "$out" | grep -v '^srun: ')
+    out=$(echo "$out" | grep -Ev '^(srun|slurmstepd[^:]*): ')
     assert_eq "$(echo "$out" | wc -l)" 1 "lines printed by the skip"
     echo "$out" | grep -Eq '^ringpoint-bench: SKIP: -D cuda: (no CUDA device: .+|the GPU module .+ cannot be loaded: .+)$' ||
         fail "the skip does not say why"
@@ -147,7 +148,7 @@ test_bench_device_mode() {
     out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench -D cuda 2>&1) || rc=$?
     echo "$out"
     assert_eq "$rc" 77 "exit status of -D cuda on 3 ranks"
-    out=$(echo "$out" | grep -v '^srun: ')
+    out=$(echo "$out" | grep -Ev '^(srun|slurmstepd[^:]*): ')
     assert_eq "$(echo "$out" | wc -l)" 1 "lines printed by 3 ranks skipping"
     assert_contains "$out" "SKIP: -D cuda: rank 0: "
     # With the module missing the line names it.
