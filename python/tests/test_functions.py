@@ -218,13 +218,6 @@ def test_numpy_errors():
 
 
 def test_shutdown_completes_handles_and_init_starts_again():
-    if hvd.cross_size() > 1:
-        # Known bug of the C runtime: under srun --mpi=pmix a second
-        # rp_init on ranks spread over nodes reads the first context's UCX
-        # addresses of the other node's ranks (stale shared-memory ids:
-        # "cannot connect to rank N: Shared memory error"), and the job's
-        # collectives are gone for good.
-        pytest.skip("re-init across nodes fails in libringpoint (stale peer addresses)")
     r, n = hvd.rank(), hvd.size()
     x = torch.full((5,), float(r))
     h = hvd.allreduce_async_(x, op=hvd.Sum)

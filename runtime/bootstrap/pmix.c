@@ -7,7 +7,12 @@
  * few log2(n) partners), so a full all-to-all at start-up would be wasted.
  * PMIx then fetches a peer's value from that peer's server on first Get
  * (direct modex). RINGPOINT_PMIX_COLLECT=1 switches to collecting all data
- * at the fence, for process managers without direct modex.
+ * at the fence, for process managers without direct modex. It is also
+ * what a second bootstrap in the same process does (a context finalized and
+ * initialized again): Slurm's PMIx server keeps the first copy of a remote
+ * rank's data it fetched and answers later gets from it, even with
+ * PMIX_GET_REFRESH_CACHE, so only a collecting fence brings the new
+ * generation's keys.
  */
 #include "config.h"
 
@@ -99,6 +104,9 @@ static rp_status_t rp_pmix_put(rp_bootstrap_t *bs, const char *key,
     }
     return RP_OK;
 }
+
+/* Bootstraps started in this process so far (see the top). */
+static unsigned rp_pmix_inits;
 
 static rp_status_t rp_pmix_fence(rp_bootstrap_t *bs)
 {
@@ -264,7 +272,8 @@ rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
         return RP_ERR_NO_MEMORY;
     }
     env = getenv("RINGPOINT_PMIX_COLLECT");
-    p->collect = env != NULL && strcmp(env, "1") == 0;
+    p->collect = (env != NULL && strcmp(env, "1") == 0) || rp_pmix_inits > 0;
+    rp_pmix_inits++;
     p->timeout_s = 120;
     env = getenv("RINGPOINT_BOOTSTRAP_TIMEOUT");
     if (env != NULL) {

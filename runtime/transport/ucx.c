@@ -38,7 +38,14 @@
 
 #include <ucp/api/ucp.h>
 
+/* The key of a transport's address is "ringpoint.ucx.addr.<generation>":
+ * a process that finalizes and initializes again (ringpoint.torch's
+ * shutdown() then init()) publishes under a new key, because Slurm's PMIx
+ * server caches a peer's data at the first fetch and would hand out the
+ * first context's stale addresses under the old one. Every rank creates
+ * its transports in the same order, so generations agree. */
 #define RP_UCX_ADDR_KEY "ringpoint.ucx.addr"
+static unsigned rp_ucx_generation;
 /* How long rp__transport_destroy waits for endpoints to flush before it
  * closes them by force (a peer that died never answers a flush). */
 #define RP_UCX_CLOSE_TIMEOUT_NS (2ULL * 1000 * 1000 * 1000)
@@ -71,6 +78,7 @@ typedef struct rp_ucx {
      * by force rather than by flush. */
     bool dirty;
     rp_ucx_card_t card; /* this process's */
+    char key[48];       /* where the addresses are published */
 } rp_ucx_t;
 
 static void rp_ucx_card_init(rp_ucx_card_t *card)
@@ -193,7 +201,7 @@ static rp_status_t rp_ucx_connect(rp_transport_t *tp, int rank)
     if (peer->ep != NULL) {
         return peer->status;
     }
-    status = tp->bs->ops->get(tp->bs, rank, RP_UCX_ADDR_KEY, &addr, &len);
+    status = tp->bs->ops->get(tp->bs, rank, ucx->key, &addr, &len);
     if (status != RP_OK) {
         rp_error("transport: no UCX address published by rank %d (%s)",
                  rank, rp_status_string(status));
@@ -640,7 +648,9 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     memcpy(blob, &ucx->card, sizeof(ucx->card));
     memcpy(blob + sizeof(ucx->card), addr, addr_len);
     ucp_worker_release_address(ucx->worker, addr);
-    status = bs->ops->put(bs, RP_UCX_ADDR_KEY, blob,
+    snprintf(ucx->key, sizeof(ucx->key), "%s.%u", RP_UCX_ADDR_KEY,
+             rp_ucx_generation++);
+    status = bs->ops->put(bs, ucx->key, blob,
                           sizeof(ucx->card) + addr_len);
     free(blob);
     if (status != RP_OK) {
