@@ -436,11 +436,27 @@ static void rp_remote_ctx(spank_t sp, rp_resolve_ctx_t *rc, char *submit_dir,
     }
 }
 
-static bool rp_spank_exported;
+/* The site's default interval is exported beside RINGPOINT_CKPT_INTERVAL
+ * under this name, so that the steps inside a batch job can tell the value
+ * they inherit from a setting of the user's. */
+#define RP_SITE_INTERVAL_ENV "RINGPOINT_SITE_INTERVAL"
 
-bool rp__spank_options_exported(void)
+static bool rp_spank_requested;
+
+bool rp__spank_options_requested(void)
 {
-    return rp_spank_exported;
+    return rp_spank_requested;
+}
+
+/* Is @text, the step's RINGPOINT_CKPT_INTERVAL, the site default that an
+ * enclosing step exported? */
+static bool rp_is_site_interval(spank_t sp, const char *text)
+{
+    char site[32];
+
+    return spank_getenv(sp, RP_SITE_INTERVAL_ENV, site, sizeof(site)) ==
+               ESPANK_SUCCESS &&
+           strcmp(site, text) == 0;
 }
 
 int rp__spank_options_export(spank_t sp)
@@ -457,6 +473,7 @@ int rp__spank_options_export(spank_t sp)
     for (which = 0; which < RP_SET_COUNT; which++) {
         rp_setting_t *s = &rp_settings[which];
         const char *text = NULL, *source = NULL;
+        bool site = false; /* the site's default, not the user's choice */
         spank_err_t err;
 
         if (s->set) {
@@ -466,6 +483,7 @@ int rp__spank_options_export(spank_t sp)
                                        sizeof(env_text))) == ESPANK_SUCCESS) {
             text = env_text;
             source = s->env;
+            site = which == RP_SET_INTERVAL && rp_is_site_interval(sp, text);
         } else if (err == ESPANK_NOSPACE) {
             /* Not unset: the runtime would read it. Same limit both sides. */
             slurm_error("ringpoint: %s: the value is longer than %d bytes",
@@ -477,6 +495,7 @@ int rp__spank_options_export(spank_t sp)
                      rp_spank_admin.default_interval_s);
             text = env_text;
             source = "default_interval";
+            site = true;
         } else {
             continue;
         }
@@ -491,7 +510,13 @@ int rp__spank_options_export(spank_t sp)
                         "%s", s->env, spank_strerror(err));
             return -1;
         }
-        rp_spank_exported = true;
+        if (!site) {
+            rp_spank_requested = true;
+        } else if (spank_setenv(sp, RP_SITE_INTERVAL_ENV, out, 1) !=
+                   ESPANK_SUCCESS) {
+            slurm_error("ringpoint: could not set %s in the job environment",
+                        RP_SITE_INTERVAL_ENV);
+        }
     }
     return 0;
 }

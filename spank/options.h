@@ -28,7 +28,10 @@ int rp__spank_options_check_env(void);
  * and export it to the tasks' environment. */
 int rp__spank_options_export(spank_t sp);
 
-/* Did rp__spank_options_export set anything (is this a ringpoint job)? */
-bool rp__spank_options_exported(void);
+/* Did the user ask for ringpoint in this step: an option, or a RINGPOINT_*
+ * setting of the user's (a site default alone, even inherited from the
+ * batch step, is not asking)? Only such steps cost RPCs to slurmctld at
+ * start (the job's limits) and are requeued for failing. */
+bool rp__spank_options_requested(void);
 
 #endif /* RP_SPANK_OPTIONS_H */

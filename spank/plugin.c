@@ -71,22 +71,26 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         rp_step_refused = true;
         return 0;
     }
-    if (rp__spank_options_exported()) {
+    if (rp__spank_options_requested()) {
         rp__spank_job_limits_export(sp);
     }
+    rp__spank_requeue_step_init(sp);
     return 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-    (void)sp;
     (void)ac;
     (void)av;
-    if (spank_context() == S_CTX_REMOTE && rp_step_refused) {
+    if (spank_context() != S_CTX_REMOTE) {
+        return 0;
+    }
+    if (rp_step_refused) {
         slurm_error("ringpoint: the step was refused (see the error above); "
                     "no task runs");
         return -1;
     }
+    rp__spank_requeue_task_init(sp);
     return 0;
 }
 

@@ -45,11 +45,20 @@ typedef enum rp_requeue_verdict {
 rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
                                         char *why, size_t whylen);
 
+/* slurm_spank_user_init, in slurmstepd: open the step's marker pipe
+ * (core/step_marker.h) on the step's first node. */
+void rp__spank_requeue_step_init(spank_t sp);
+
+/* slurm_spank_task_init, in each task before it executes: hand it the
+ * marker pipe's write end. */
+void rp__spank_requeue_task_init(spank_t sp);
+
 /* slurm_spank_task_exit: note a task that exited RP_EXIT_STOPPED. */
 void rp__spank_requeue_task_exit(spank_t sp);
 
-/* slurm_spank_exit: requeue the job if a task of this step stopped (or,
- * with requeue_failed, failed). */
+/* slurm_spank_exit: requeue the job if a task of this step stopped through
+ * ringpoint's stop protocol (it exited RP_EXIT_STOPPED and the marker came)
+ * or, with requeue_failed, a step that asked for ringpoint failed. */
 void rp__spank_requeue_step_exit(spank_t sp);
 
 #endif /* RP_SPANK_REQUEUE_H */

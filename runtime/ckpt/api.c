@@ -10,6 +10,7 @@
 #include "ringpoint/ckpt.h"
 #include "ckpt/engine.h"
 #include "core/context.h"
+#include "core/step_marker.h"
 #include "util/log.h"
 
 /* The public table descriptions are bound by layout (ctypes): keep them. */
@@ -163,13 +164,22 @@ void rp_ckpt_desc_free(rp_ckpt_desc_t *desc)
 
 rp_status_t rp_step(rp_context_h ctx, uint64_t step, rp_step_result_t *result)
 {
+    static int marked;
+    rp_step_result_t mine, *r = result != NULL ? result : &mine;
     rp_status_t rc;
     rp__ckpt_engine_t *e = rp_api_engine(ctx, "rp_step", &rc);
 
     if (e == NULL) {
         return rc;
     }
-    return rp__ckpt_step(e, step, result);
+    rc = rp__ckpt_step(e, step, r);
+    /* The plugin requeues a job that exits RP_EXIT_STOPPED only after a
+     * stop that got this far (core/step_marker.h). */
+    if (rc == RP_OK && r->stop && !marked) {
+        marked = 1;
+        rp__step_marker_stop();
+    }
+    return rc;
 }
 
 rp_status_t rp_checkpoint(rp_context_h ctx, uint64_t step)

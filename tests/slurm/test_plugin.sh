@@ -363,4 +363,42 @@ test_percent_in_submit_dir() {
     expect_refused "unknown escape '%z'" srun -N1 --ckpt-dir=/x/%z >/dev/null
 }
 
+# rpc_count NAME: how many NAME RPCs slurmctld has served (sdiag).
+rpc_count() {
+    sdiag | awk -v n="$1" '$1 == n { sub(/^count:/, "", $4); print $4; f=1 } END { if (!f) print 0 }'
+}
+
+# Issue 15: with a site default_interval every step of every job counted as
+# a ringpoint step: a job that handles its own failing step was requeued
+# (requeue_failed=yes), and each step start cost ~3 RPCs to slurmctld.
+test_site_default_is_not_a_ringpoint_step() {
+    local dir=$RP_WORK/sitedef jid b0 p0 j0 out
+    with_site_args default_interval=30m requeue_failed=yes
+    rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
+    b0=$(rpc_count REQUEST_BUILD_INFO); p0=$(rpc_count REQUEST_PARTITION_INFO)
+    j0=$(rpc_count REQUEST_JOB_INFO_SINGLE)
+    jid=$(sbatch --parsable --requeue -N1 -o "$dir/job.out" --wrap \
+        'for i in $(seq 10); do srun -N1 true; done
+         srun -N1 printenv RINGPOINT_CKPT_INTERVAL; srun -N1 false || echo handled
+         touch done')
+    # Waited for without asking slurmctld, which counts every RPC.
+    for _ in $(seq 120); do [ -e "$dir/done" ] && break; sleep 0.5; done
+    sleep 2
+    out=$(cat "$dir/job.out")
+    echo "$out"
+    echo "RPCs: build $(( $(rpc_count REQUEST_BUILD_INFO) - b0 )) partition" \
+        "$(( $(rpc_count REQUEST_PARTITION_INFO) - p0 )) job $(( $(rpc_count REQUEST_JOB_INFO_SINGLE) - j0 ))"
+    assert_contains "$out" "handled"
+    assert_contains "$out" "1800" "the site default still reaches the steps"
+    assert_eq "$(( $(rpc_count REQUEST_BUILD_INFO) - b0 ))" 0 "BUILD_INFO RPCs for 13 steps"
+    assert_eq "$(( $(rpc_count REQUEST_PARTITION_INFO) - p0 ))" 0 "PARTITION_INFO RPCs for 13 steps"
+    [ $(( $(rpc_count REQUEST_JOB_INFO_SINGLE) - j0 )) -le 2 ] ||
+        fail "JOB_INFO_SINGLE RPCs for 13 steps: $(( $(rpc_count REQUEST_JOB_INFO_SINGLE) - j0 ))"
+    wait_gone "$jid"
+    assert_eq "$(scontrol show job "$jid" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')" 0 "restarts"
+    # A step that asks for ringpoint is one.
+    out=$(srun -N1 --ckpt-keep=2 sh -c 'echo ${RINGPOINT_SLURM_KILL_WAIT:-none}')
+    assert_eq "$out" "$RP_CLUSTER_KILL_WAIT_SECS" "the limits of a step with an option"
+}
+
 run_all

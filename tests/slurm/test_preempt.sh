@@ -143,4 +143,21 @@ test_array_task_preempted_alone() {
     assert_eq "$t1" 1 "restarts of array task 1"
 }
 
+# Issue 15: any job that exited 75 (EX_TEMPFAIL) was requeued by the plugin,
+# with ringpoint options or without libringpoint. Only a stop that the
+# runtime reports (core/step_marker.h) is requeued.
+test_exit_75_without_ringpoint_stop_not_requeued() {
+    local jid out
+    rm -f "$RP_WORK/ex75.out"
+    jid=$(sbatch --parsable --requeue -N1 -o "$RP_WORK/ex75.out" --ckpt-requeue=2 \
+        --wrap 'echo "start restart=${SLURM_RESTART_COUNT:-0}"; srun -N1 sh -c "exit 75"; exit 75')
+    wait_done "$jid"
+    sleep 2
+    out=$(cat "$RP_WORK/ex75.out")
+    echo "$out"
+    assert_eq "$(restarts "$jid")" 0 "restarts"
+    assert_eq "$(grep -c '^start' "$RP_WORK/ex75.out")" 1 "runs"
+    assert_not_contains "$out" "ringpoint"
+}
+
 run_all
