@@ -41,7 +41,7 @@ typedef rp_status_t (*rp_resolve_fn)(const rp_resolve_ctx_t *rc,
                                      char *why, size_t whylen);
 
 typedef struct rp_setting {
-    const char *option; /* without the leading "--" */
+    const char *option; /* without the leading "--"; NULL: none */
     const char *env;
     rp_resolve_fn resolve;
     bool set;           /* given on the command line */
@@ -140,8 +140,33 @@ static rp_status_t rp_resolve_signal(const rp_resolve_ctx_t *rc,
                                                          : RP_ERR_INVALID_ARG;
 }
 
+/* RINGPOINT_CKPT_EVERY (no option): checkpoint every N steps. Checked
+ * with the runtime's parser; under a site min_interval it is refused, as
+ * a --ckpt-interval below it is: N steps can be any time. */
+static rp_status_t rp_resolve_every(const rp_resolve_ctx_t *rc,
+                                    const char *text, char *out, size_t len,
+                                    char *why, size_t whylen)
+{
+    char min[32];
+    uint64_t every;
+
+    (void)rc;
+    if (rp__parse_uint(text, 0, UINT64_MAX, &every, why, whylen) != RP_OK) {
+        return RP_ERR_INVALID_ARG;
+    }
+    if (every != 0 && rp_spank_admin.min_interval_s != 0) {
+        rp__format_duration(rp_spank_admin.min_interval_s, min, sizeof(min));
+        snprintf(why, whylen, "checkpoints every %" PRIu64 " steps can come "
+                 "more often than this site's minimum interval of %s; use "
+                 "--ckpt-interval", every, min);
+        return RP_ERR_INVALID_ARG;
+    }
+    snprintf(out, len, "%" PRIu64, every);
+    return RP_OK;
+}
+
 enum { RP_SET_INTERVAL, RP_SET_DIR, RP_SET_KEEP, RP_SET_REQUEUE, RP_SET_SIGNAL,
-       RP_SET_COUNT };
+       RP_SET_EVERY, RP_SET_COUNT };
 
 static rp_setting_t rp_settings[RP_SET_COUNT] = {
     [RP_SET_INTERVAL] = {"ckpt-interval", "RINGPOINT_CKPT_INTERVAL", rp_resolve_interval, false, ""},
@@ -149,6 +174,7 @@ static rp_setting_t rp_settings[RP_SET_COUNT] = {
     [RP_SET_KEEP]     = {"ckpt-keep",     "RINGPOINT_CKPT_KEEP",     rp_resolve_keep,     false, ""},
     [RP_SET_REQUEUE]  = {"ckpt-requeue",  "RINGPOINT_CKPT_REQUEUE",  rp_resolve_requeue,  false, ""},
     [RP_SET_SIGNAL]   = {"ckpt-signal",   "RINGPOINT_CKPT_SIGNAL",   rp_resolve_signal,   false, ""},
+    [RP_SET_EVERY]    = {NULL,            "RINGPOINT_CKPT_EVERY",    rp_resolve_every,    false, ""},
 };
 
 /* The forms each setting accepts, appended to its errors. */
@@ -159,6 +185,7 @@ static const char *rp_setting_forms(int which)
     case RP_SET_DIR:      return RP_CKPT_DIR_FORMS;
     case RP_SET_KEEP:     return "a whole number of checkpoints, at least 1";
     case RP_SET_REQUEUE:  return "a whole number of requeues; 0 never requeues";
+    case RP_SET_EVERY:    return "a whole number of steps; 0 is off";
     default:              return RP_SIGNAL_FORMS;
     }
 }

@@ -114,20 +114,16 @@ void rp__spank_requeue_task_exit(spank_t sp)
     }
 }
 
-/* Requeues allowed: the job's RINGPOINT_CKPT_REQUEUE, else the site's
- * max_requeues, else the default. */
+/* Requeues allowed, from the job's RINGPOINT_CKPT_REQUEUE and the site. */
 static uint64_t rp_requeue_max(spank_t sp)
 {
     char text[32];
-    uint64_t max;
 
-    if (spank_getenv(sp, "RINGPOINT_CKPT_REQUEUE", text, sizeof(text)) ==
-            ESPANK_SUCCESS &&
-        rp__parse_uint(text, 0, UINT32_MAX, &max, NULL, 0) == RP_OK) {
-        return max;
-    }
-    return rp_spank_admin.has_max_requeues ? rp_spank_admin.max_requeues
-                                           : RP_SPANK_DEFAULT_REQUEUES;
+    return rp__requeue_max(spank_getenv(sp, "RINGPOINT_CKPT_REQUEUE", text,
+                                        sizeof(text)) == ESPANK_SUCCESS
+                               ? text
+                               : NULL,
+                           &rp_spank_admin);
 }
 
 /* A limit that ends a job is an error (slurmstepd copies errors to the

@@ -45,6 +45,16 @@ typedef enum rp_requeue_verdict {
 rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
                                         char *why, size_t whylen);
 
+struct rp_spank_admin;
+
+/* Requeues allowed: the job's RINGPOINT_CKPT_REQUEUE (@job_text, NULL if
+ * unset or unreadable), else the site's max_requeues, else the default;
+ * never above the site's maximum. The value was checked when the step
+ * started; the step's end, where the decision is made, does not rely on
+ * that check alone. */
+uint64_t rp__requeue_max(const char *job_text,
+                         const struct rp_spank_admin *admin);
+
 /* slurm_spank_user_init, in slurmstepd: open the step's marker pipe
  * (core/step_marker.h) on the step's first node. */
 void rp__spank_requeue_step_init(spank_t sp);

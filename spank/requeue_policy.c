@@ -3,7 +3,9 @@
  */
 #include "config.h"
 
+#include "spank/admin.h"
 #include "spank/requeue.h"
+#include "util/parse.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,4 +45,18 @@ rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
              PRIu64 ")", job->failed ? "a failure" : "a stop",
              job->restarts + 1, max);
     return RP_REQUEUE;
+}
+
+uint64_t rp__requeue_max(const char *job_text, const rp_spank_admin_t *admin)
+{
+    uint64_t limit = admin->has_max_requeues ? admin->max_requeues
+                                             : RP_SPANK_REQUEUE_LIMIT;
+    uint64_t n;
+
+    if (job_text != NULL &&
+        rp__parse_uint(job_text, 0, UINT64_MAX, &n, NULL, 0) == RP_OK) {
+        return n < limit ? n : limit;
+    }
+    return admin->has_max_requeues ? admin->max_requeues
+                                   : RP_SPANK_DEFAULT_REQUEUES;
 }

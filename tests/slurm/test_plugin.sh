@@ -401,4 +401,30 @@ test_site_default_is_not_a_ringpoint_step() {
     assert_eq "$out" "$RP_CLUSTER_KILL_WAIT_SECS" "the limits of a step with an option"
 }
 
+# Issue 15: the site's limits through the environment, on both sides:
+# RINGPOINT_CKPT_REQUEUE above max_requeues (kept as a regression test),
+# and RINGPOINT_CKPT_EVERY, which was never checked, under min_interval.
+test_site_limits_through_the_environment() {
+    local dir=$RP_WORK/envlim out jid v
+    with_site_args max_requeues=1 min_interval=5m
+    rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
+    out=$(RINGPOINT_CKPT_REQUEUE=5 expect_refused RINGPOINT_CKPT_REQUEUE srun -N1)
+    assert_contains "$out" "maximum of 1"
+    out=$(RINGPOINT_CKPT_EVERY=1 expect_refused RINGPOINT_CKPT_EVERY srun -N1)
+    assert_contains "$out" "minimum interval of 5m"
+    out=$(RINGPOINT_CKPT_EVERY=x1 expect_refused RINGPOINT_CKPT_EVERY srun -N1)
+    assert_contains "$out" "not a whole number"
+    assert_eq "$(RINGPOINT_CKPT_EVERY=00 srun -N1 printenv RINGPOINT_CKPT_EVERY)" 0
+    # --export skips the submit-time check; slurmstepd refuses the same.
+    for v in RINGPOINT_CKPT_REQUEUE=5 RINGPOINT_CKPT_EVERY=1; do
+        rm -f "$dir/ran"
+        jid=$(sbatch --parsable -o "$dir/job.out" --export="ALL,$v" --wrap "touch $dir/ran")
+        wait_gone "$jid"
+        cat "$dir/job.out"
+        assert_contains "$(cat "$dir/job.out")" "ringpoint: ${v%%=*}=" "the job's output for $v"
+        [ ! -e "$dir/ran" ] || fail "the batch script ran with $v"
+    done
+    assert_eq "$(sinfo -h -R)" "" "nodes drained by a refused batch job"
+}
+
 run_all

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "spank/admin.h"
 #include "spank/requeue.h"
 
 static rp_job_view_t preempted(void)
@@ -112,6 +113,27 @@ static void test_pending_job_not_requeued_again(void **state)
     assert_non_null(strstr(why, "queue already"));
 }
 
+/* Issue 15: the site's max_requeues holds at the step's end too, whatever
+ * RINGPOINT_CKPT_REQUEUE the job's environment holds by then. */
+static void test_max_clamped_to_site(void **state)
+{
+    rp_spank_admin_t site = {0};
+
+    (void)state;
+    assert_int_equal(rp__requeue_max(NULL, &site), RP_SPANK_DEFAULT_REQUEUES);
+    assert_int_equal(rp__requeue_max("7", &site), 7);
+    assert_int_equal(rp__requeue_max("99999999", &site), RP_SPANK_REQUEUE_LIMIT);
+    assert_int_equal(rp__requeue_max("junk", &site), RP_SPANK_DEFAULT_REQUEUES);
+    site.has_max_requeues = true;
+    site.max_requeues = 2;
+    assert_int_equal(rp__requeue_max(NULL, &site), 2);
+    assert_int_equal(rp__requeue_max("1", &site), 1);
+    assert_int_equal(rp__requeue_max("5", &site), 2);
+    assert_int_equal(rp__requeue_max("0", &site), 0);
+    site.max_requeues = 0;
+    assert_int_equal(rp__requeue_max("3", &site), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_already_and_not_requeuable),
         cmocka_unit_test(test_failures_share_the_limit),
         cmocka_unit_test(test_pending_job_not_requeued_again),
+        cmocka_unit_test(test_max_clamped_to_site),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
