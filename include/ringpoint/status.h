@@ -32,7 +32,8 @@ typedef enum rp_status {
     RP_ERR_NOT_FOUND      = -10, /**< The requested object does not exist. */
     RP_ERR_BUSY           = -11, /**< A previous operation is still in flight. */
     RP_ERR_STATE          = -12, /**< The call is not valid in the object's current state. */
-    RP_ERR_LAST           = -13  /**< One past the last code; not a real status. */
+    RP_ERR_MISMATCH       = -13, /**< The ranks called a collective with different arguments. */
+    RP_ERR_LAST           = -14  /**< One past the last code; not a real status. */
 } rp_status_t;
 
 /**

@@ -35,9 +35,11 @@ _sig_addr = ctypes.addressof(_sig)
 _DESC_LEN = 512
 
 
-def verify(ctx, what, desc):
+def verify(ctx, what, desc, describe=True):
     """Raise MismatchError on every rank unless all ranks passed an equal
-    @desc (a tuple of ints and strings; its repr names it in messages)."""
+    @desc (a tuple of ints and strings; its repr names it in messages).
+    The check is the library's own (rp_allreduce_opts_t.signature): the
+    two pair with each other. @describe: see mismatch()."""
     if not CHECK:
         return
     h = signature(desc)
@@ -46,8 +48,30 @@ def verify(ctx, what, desc):
     check(lib.rp_allreduce(ctx, _sig_addr, _sig_addr, 2, INT64, MAX), what)
     if _sig[0] == -_sig[1]:
         return
-    raise MismatchError("%s: the ranks called it with different arguments: %s"
-                        % (what, describe_all(ctx, what, desc)))
+    raise mismatch(ctx, what, desc, describe)
+
+
+def c_signature(desc):
+    """The signature of @desc for rp_allreduce_opts_t.signature (the
+    library compares its upper 63 bits, which are signature(desc)), or 0
+    when checks are off. The library checks it in order with the collective
+    itself, so a non-blocking call still returns at once, and a blocking
+    one costs no separate call."""
+    return signature(desc) << 1 if CHECK else 0
+
+
+def mismatch(ctx, what, desc, gather):
+    """The MismatchError of a refused call. @gather (blocking calls, where
+    every rank learns of it at the same moment, and every rank of such a
+    call gathers alike): name every rank's arguments, with one more
+    collective; otherwise (non-blocking calls, learnt at synchronize())
+    this rank's."""
+    if gather:
+        return MismatchError("%s: the ranks called it with different "
+                             "arguments: %s"
+                             % (what, describe_all(ctx, what, desc)))
+    return MismatchError("%s: the ranks called it with different arguments "
+                         "(rank %d: %r)" % (what, _runtime.rank(), desc))
 
 
 _sig_cache = {}
@@ -85,7 +109,7 @@ def describe_all(ctx, what, desc):
 
 
 @contextlib.contextmanager
-def checking(what, gather=False):
+def checking(what, gather=False, describe=True):
     """Wrap the local checks of a collective's arguments (nothing
     collective inside). When one fails on this rank, the rank still takes
     part in the cross-rank check, with a signature no valid call has, and
@@ -93,7 +117,8 @@ def checking(what, gather=False):
     MismatchError at once, instead of waiting in a collective this rank
     never joins until RINGPOINT_COLL_TIMEOUT ends the context for good.
     Ranks that all fail alike pass the check and all raise their own
-    error. @gather: the call is checked by check_gather(), not verify()."""
+    error. @gather: the call is checked by check_gather(), not verify().
+    @describe: False for non-blocking calls (see mismatch())."""
     try:
         yield
     except Exception as exc:
@@ -103,7 +128,7 @@ def checking(what, gather=False):
                 if gather:
                     check_gather(_runtime.context_handle(what), what, desc, 0)
                 else:
-                    verify(_runtime.context_handle(what), what, desc)
+                    verify(_runtime.context_handle(what), what, desc, describe)
             except Error:
                 pass    # the others called it validly: they raise MismatchError
         raise

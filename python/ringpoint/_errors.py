@@ -90,14 +90,16 @@ class StateError(Error, RuntimeError):
 
 
 class MismatchError(InvalidArgumentError):
-    """The ranks called a collective with different arguments (shape,
-    dtype, op, root). Raised on every rank, before any data moves."""
+    """RP_ERR_MISMATCH: the ranks called a collective with different
+    arguments (shape, dtype, op, root). Raised on every rank, before any
+    data moves; the context stays usable."""
+    status = -13
 
 
 _BY_STATUS = {cls.status: cls for cls in (
     InvalidArgumentError, NoMemoryError, NotSupportedError, BootstrapError,
     TransportError, TimeoutError, PeerFailedError, IOError, CorruptError,
-    NotFoundError, BusyError, StateError)}
+    NotFoundError, BusyError, StateError, MismatchError)}
 
 
 def status_string(status):

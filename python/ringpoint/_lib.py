@@ -65,7 +65,7 @@ class ContextAttr(ctypes.Structure):
 
 
 class AllreduceOpts(ctypes.Structure):
-    _fields_ = [("compression", c_int)]
+    _fields_ = [("compression", c_int), ("signature", c_u64)]
 
 
 class RestoreInfo(ctypes.Structure):

@@ -200,7 +200,8 @@ static rp_status_t rp_group_args(const char *what, rp_context_h ctx,
     *a = (rp__coll_args_t){.kind = RP__COLL_ALLREDUCE_GROUP,
                            .sendbufs = sendbufs, .recvbufs = recvbufs,
                            .counts = counts, .nbufs = nbufs, .dtype = dtype,
-                           .op = op, .compression = comp};
+                           .op = op, .compression = comp,
+                           .signature = opts != NULL ? opts->signature : 0};
     return RP_OK;
 }
 

@@ -66,7 +66,12 @@ typedef struct rp__coll_args {
     const size_t *counts;
     size_t nbufs;
     rp_compression_t compression; /* resolved: never DEFAULT */
+    uint64_t signature; /* non-zero: check it across ranks first */
 } rp__coll_args_t;
+
+/* The ranks' signatures of one call agree? RP_ERR_MISMATCH on every rank
+ * when they do not (one 16-byte allreduce). */
+rp_status_t rp__coll_check(struct rp_comm *c, uint64_t signature);
 
 /* Run one host collective on the calling thread (the blocking calls and
  * the progress thread alike). */

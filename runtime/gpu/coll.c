@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 
+#include "coll/comm.h"
 #include "coll/request.h"
 #include "core/context.h"
 #include "util/log.h"
@@ -145,6 +146,12 @@ bool rp__gpu_coll(rp_context_h ctx, const rp__coll_args_t *a,
     rc = rp_gpu_where(ctx, a, what, &device);
     if (rc == RP_OK && !device) {
         return false;
+    }
+    if (rc == RP_OK && a->signature != 0) {
+        /* The cross-rank argument check runs on the host, in order after
+         * the host collectives queued before this call. */
+        rp__comm_sync(ctx->comm);
+        rc = rp__coll_check(ctx->comm, a->signature);
     }
     if (rc == RP_OK) {
         switch (a->kind) {

@@ -20,6 +20,7 @@ const char *rp_status_string(rp_status_t status)
     case RP_ERR_NOT_FOUND:     return "not found";
     case RP_ERR_BUSY:          return "busy";
     case RP_ERR_STATE:         return "invalid state";
+    case RP_ERR_MISMATCH:      return "arguments differ between ranks";
     case RP_ERR_LAST:          break;
     }
     return "unknown status";

@@ -483,6 +483,7 @@ int main(int argc, char **argv)
     check_barrier(ctx);
     check_nonblocking(ctx, max_count);
     check_compression(ctx, max_count);
+    check_signature(ctx);
 
     /* Everyone learns whether anyone failed, and the run's hash. */
     check_status("allreduce of errors",

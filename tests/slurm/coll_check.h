@@ -23,5 +23,6 @@ void check_identical(rp_context_h ctx, const char *what, const void *buf,
 /* coll_check_nb.c */
 void check_nonblocking(rp_context_h ctx, size_t max_count);
 void check_compression(rp_context_h ctx, size_t max_count);
+void check_signature(rp_context_h ctx);
 
 #endif

@@ -454,3 +454,62 @@ void check_compression(rp_context_h ctx, size_t max_count)
     }
     check_env_compression(ctx);
 }
+
+/* A grouped allreduce with a signature: equal signatures reduce as usual;
+ * different ones (here with different counts too, which would otherwise
+ * pair unrelated messages) fail on every rank with RP_ERR_MISMATCH, touch
+ * no output, and leave the context working, blocking and non-blocking. */
+void check_signature(rp_context_h ctx)
+{
+    float x[8], y[8];
+    const void *s[1] = {x};
+    void *r[1] = {y};
+    size_t n[1] = {4};
+    size_t bad[1] = {4 + (size_t)g_rank};
+    rp_allreduce_opts_t same = {.signature = 0x5eed0000u};
+    rp_allreduce_opts_t differ = {.signature = 0x5eed1000u + 2u * (uint64_t)g_rank};
+    rp_request_h q1, q2;
+    rp_status_t st;
+
+    for (int i = 0; i < 8; i++) {
+        x[i] = (float)(i + 1);
+        y[i] = -1.0f;
+    }
+    check_status("signature: equal",
+                 rp_allreduce_group_opts(ctx, s, r, n, 1, RP_DTYPE_FLOAT32,
+                                         RP_OP_SUM, &same));
+    if (y[0] != (float)g_size || y[3] != 4.0f * (float)g_size) {
+        fprintf(stderr, "coll-check: rank %d: signature: wrong sum %g\n",
+                g_rank, (double)y[0]);
+        g_errors++;
+    }
+    if (g_size < 2) {
+        return;
+    }
+    y[0] = -1.0f;
+    st = rp_allreduce_group_opts(ctx, s, r, bad, 1, RP_DTYPE_FLOAT32,
+                                 RP_OP_SUM, &differ);
+    if (st != RP_ERR_MISMATCH || y[0] != -1.0f) {
+        fprintf(stderr, "coll-check: rank %d: signature: a mismatch gave %s "
+                "and output %g\n", g_rank, rp_status_string(st), (double)y[0]);
+        g_errors++;
+    }
+    check_status("signature: start mismatched",
+                 rp_iallreduce_group(ctx, s, r, bad, 1, RP_DTYPE_FLOAT32,
+                                     RP_OP_SUM, &differ, &q1));
+    check_status("signature: start matching",
+                 rp_iallreduce_group(ctx, s, r, n, 1, RP_DTYPE_FLOAT32,
+                                     RP_OP_SUM, &same, &q2));
+    st = rp_wait(&q1);
+    if (st != RP_ERR_MISMATCH) {
+        fprintf(stderr, "coll-check: rank %d: signature: non-blocking mismatch "
+                "gave %s\n", g_rank, rp_status_string(st));
+        g_errors++;
+    }
+    check_status("signature: the next one", rp_wait(&q2));
+    if (y[1] != 2.0f * (float)g_size) {
+        fprintf(stderr, "coll-check: rank %d: signature: wrong sum after a "
+                "mismatch %g\n", g_rank, (double)y[1]);
+        g_errors++;
+    }
+}

@@ -21,6 +21,7 @@ static void test_codes_are_stable(void **state)
     assert_int_equal(RP_ERR_PEER_FAILED, -7);
     assert_int_equal(RP_ERR_CORRUPT, -9);
     assert_int_equal(RP_ERR_STATE, -12);
+    assert_int_equal(RP_ERR_MISMATCH, -13);
 }
 
 static void test_every_code_has_a_distinct_string(void **state)

@@ -15,9 +15,9 @@ import threading
 
 import torch
 
-from ringpoint import _coll, _dtypes as D, _lib
-from ringpoint._errors import (Error, InvalidArgumentError, NotSupportedError,
-                               StateError, check)
+from ringpoint import _coll, _dtypes as D, _lib, _runtime
+from ringpoint._errors import (Error, InvalidArgumentError, MismatchError,
+                               NotSupportedError, StateError, check)
 from ringpoint._runtime import context_handle, rank, size
 from ringpoint.torch.compression import Compression
 
@@ -140,7 +140,8 @@ def _scale(t, factor):
 # ---------------------------------------------------------------- handles
 
 class _Pending:
-    __slots__ = ("req", "output", "keep", "finish", "status", "what", "more")
+    __slots__ = ("req", "output", "keep", "finish", "status", "what", "more",
+                 "desc")
 
     def __init__(self, output, keep, finish, what):
         self.req = _lib.req_t()
@@ -150,6 +151,7 @@ class _Pending:
         self.status = None
         self.what = what
         self.more = ()            # a group's requests for its other dtypes
+        self.desc = None          # the call, for a MismatchError's message
 
 
 _handles = {}
@@ -182,6 +184,8 @@ def _complete(p):
             q.status = lib.rp_wait(ctypes.byref(q.req))
         q.keep = None
     for q in (p,) + tuple(p.more):
+        if q.status == MismatchError.status and q.desc is not None:
+            raise _coll.mismatch(None, q.what, q.desc, False)
         check(q.status, q.what)
     if p.finish is not None:
         finish, p.finish = p.finish, None
@@ -225,7 +229,7 @@ def _wait_all_handles():
 def _allreduce_args(what, tensor, op, average, process_set, inplace,
                     prescale, postscale):
     """The local checks of an allreduce: (op, prescale, postscale)."""
-    with _coll.checking(what):
+    with _coll.checking(what, describe=not what.startswith("allreduce_async")):
         op = _op_of(op, average, what)
         _process_set(process_set, what)
         _tensor(tensor, what, inplace)
@@ -233,11 +237,34 @@ def _allreduce_args(what, tensor, op, average, process_set, inplace,
         return op, float(prescale), float(postscale)
 
 
+# One buffer through the grouped entry point, which alone takes options: the
+# cross-rank check then travels with the collective (rp_allreduce_opts_t's
+# signature), and a single uncompressed buffer is reduced exactly as
+# rp_allreduce would. The ctypes objects are reused: the library copies the
+# arrays before it returns, and one thread at a time calls collectives.
+_one_send = ctypes.c_void_p()
+_one_recv = ctypes.c_void_p()
+_one_count = ctypes.c_size_t()
+_one_opts = _lib.AllreduceOpts(D.COMPRESSION_NONE, 0)
+_one_args = (ctypes.byref(_one_send), ctypes.byref(_one_recv),
+             ctypes.byref(_one_count), 1)
+
+
+def _signed(ctx, what, desc, prescale, output, tensor, describe):
+    """The signature to send with the collective. With a prescale the
+    check runs first, on its own: scaling writes into the output before
+    the collective, and a refused call must leave it untouched."""
+    if prescale != 1.0 and output is tensor:
+        _coll.verify(ctx, what, desc, describe)
+        return 0
+    return _coll.c_signature(desc)
+
+
 def _start_allreduce(tensor, output, op, name, prescale, postscale, what):
     dt = _dtype(tensor, what)
     ctx = context_handle(what)
-    _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op], prescale,
-                                  postscale))
+    desc = _desc("allreduce", tensor, _OPS[op], prescale, postscale)
+    sig = _signed(ctx, what, desc, prescale, output, tensor, False)
     src = tensor
     if prescale != 1.0:
         if output is tensor:
@@ -248,8 +275,12 @@ def _start_allreduce(tensor, output, op, name, prescale, postscale, what):
             src = output
     finish = (lambda: _scale(output, postscale)) if postscale != 1.0 else None
     p = _Pending(output, (src, output), finish, what)
-    check(lib.rp_iallreduce(ctx, src.data_ptr(), output.data_ptr(),
-                            tensor.numel(), dt, op, ctypes.byref(p.req)), what)
+    p.desc = desc
+    _one_send.value, _one_recv.value = src.data_ptr(), output.data_ptr()
+    _one_count.value = tensor.numel()
+    _one_opts.signature = sig
+    check(lib.rp_iallreduce_group(ctx, *_one_args, dt, op, ctypes.byref(_one_opts),
+                                  ctypes.byref(p.req)), what)
     return _register(p)
 
 
@@ -279,24 +310,67 @@ def allreduce_async(tensor, average=None, name=None, op=None,
 def _allreduce_blocking(tensor, output, op, prescale, postscale, what):
     dt = _dtype(tensor, what)
     ctx = context_handle(what)
-    _coll.verify(ctx, what, _desc("allreduce", tensor, _OPS[op], prescale,
-                                  postscale))
+    desc = _desc("allreduce", tensor, _OPS[op], prescale, postscale)
+    sig = _signed(ctx, what, desc, prescale, output, tensor, True)
     src = tensor
     if prescale != 1.0:
         if output is not tensor:
             output.copy_(tensor)
             src = output
         _scale(output, prescale)
-    check(lib.rp_allreduce(ctx, src.data_ptr(), output.data_ptr(),
-                           tensor.numel(), dt, op), what)
+    _one_send.value, _one_recv.value = src.data_ptr(), output.data_ptr()
+    _one_count.value = tensor.numel()
+    _one_opts.signature = sig
+    status = lib.rp_allreduce_group_opts(ctx, *_one_args, dt, op,
+                                         ctypes.byref(_one_opts))
+    if status == MismatchError.status:
+        raise _coll.mismatch(ctx, what, desc, True)
+    check(status, what)
     if postscale != 1.0:
         _scale(output, postscale)
     return output
 
 
+# The common call (a contiguous CPU tensor of a reducible dtype, no scaling)
+# skips the general path's checks, which it passes by construction: at a
+# few bytes the binding's own Python is most of the time (doc/benchmarks.md).
+# Its signature is cached by (dtype, shape, op).
+_fast_sigs = {}
+
+
+def _fast_allreduce(t, op):
+    key = (t.dtype, t.shape, op)
+    sig = _fast_sigs.get(key)
+    if sig is None:
+        sig = _coll.c_signature(_desc("allreduce", t, _OPS[op], 1.0, 1.0))
+        if len(_fast_sigs) >= 4096:
+            _fast_sigs.clear()
+        _fast_sigs[key] = sig
+    ptr = t.data_ptr()
+    _one_send.value = _one_recv.value = ptr
+    _one_count.value = t.numel()
+    _one_opts.signature = sig
+    return lib.rp_allreduce_group_opts(_runtime._ctx, *_one_args,
+                                       _REDUCIBLE[t.dtype], op,
+                                       ctypes.byref(_one_opts))
+
+
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=None):
     """Allreduce @tensor in place (default op: Average); returns it."""
+    if op is None and average is None:
+        op = Average
+    if (_runtime._ctx is not None and op in _OPS and average is None and
+            process_set is None and prescale_factor == 1.0 and
+            postscale_factor == 1.0 and isinstance(tensor, torch.Tensor) and
+            tensor.dtype in _REDUCIBLE and tensor.device.type == "cpu" and
+            tensor.layout is torch.strided and tensor.is_contiguous()):
+        status = _fast_allreduce(tensor, op)
+        if status == MismatchError.status:
+            raise _coll.mismatch(_runtime._ctx, "allreduce_", _desc(
+                "allreduce", tensor, _OPS[op], 1.0, 1.0), True)
+        check(status, "allreduce_")
+        return tensor
     what = "allreduce_"
     op, pre, post = _allreduce_args(what, tensor, op, average, process_set,
                                     True, prescale_factor, postscale_factor)
@@ -349,19 +423,28 @@ def _group_by_dtype(tensors):
 def _start_grouped(tensors, outputs, op, compression, what):
     """Queue one rp_iallreduce_group per dtype; returns the _Pending list."""
     ctx = context_handle(what)
-    _coll.verify(ctx, what, ("grouped_allreduce", _OPS[op], str(compression),
-                             tuple((str(t.dtype), tuple(t.shape))
-                                   for t in tensors)))
+    desc = ("grouped_allreduce", _OPS[op], str(compression),
+            tuple((str(t.dtype), tuple(t.shape)) for t in tensors))
+    groups = _group_by_dtype(tensors)
+    if len(groups) == 1:
+        # One collective: the check travels with it.
+        sig = _coll.c_signature(desc)
+    else:
+        # One per dtype: a rank with other dtypes would start another
+        # number of them, so the check comes first, on its own.
+        _coll.verify(ctx, what, desc, False)
+        sig = 0
     pendings = []
-    for idx in _group_by_dtype(tensors):
+    for idx in groups:
         n = len(idx)
         dt = _dtype(tensors[idx[0]], what)
         sends = (ctypes.c_void_p * n)(*[tensors[i].data_ptr() for i in idx])
         recvs = (ctypes.c_void_p * n)(*[outputs[i].data_ptr() for i in idx])
         counts = (ctypes.c_size_t * n)(*[tensors[i].numel() for i in idx])
-        opts = _lib.AllreduceOpts(compression.wire_format(dt))
+        opts = _lib.AllreduceOpts(compression.wire_format(dt), sig)
         p = _Pending(None, ([tensors[i] for i in idx], [outputs[i] for i in idx]),
                      None, what)
+        p.desc = desc
         check(lib.rp_iallreduce_group(ctx, sends, recvs, counts, n, dt, op,
                                       ctypes.byref(opts), ctypes.byref(p.req)),
               what)
@@ -396,8 +479,9 @@ def _grouped_async(tensors, outputs, op, compression, prescale, postscale, what)
 def _grouped_args(what, tensors, op, average, process_set, inplace,
                   prescale, postscale):
     """The local checks of a grouped allreduce: (tensors as a list, op,
-    prescale, postscale)."""
-    with _coll.checking(what):
+    prescale, postscale). Grouped calls all complete through a handle, so
+    a mismatch names this rank's arguments only (see _coll.mismatch)."""
+    with _coll.checking(what, describe=False):
         op = _op_of(op, average, what)
         _process_set(process_set, what)
         if not isinstance(tensors, (list, tuple)):
