@@ -59,7 +59,8 @@ def moved(steps):
     model, opt = setup()
     ckpt = rpt.Checkpoint(model=model, optimizer=opt)
     start = ckpt.restore()
-    print("start=%d" % start, flush=True)
+    if rpt.rank() == 0:
+        print("start=%d" % start, flush=True)
 
     def move(step):
         if step == 7:
@@ -68,7 +69,8 @@ def moved(steps):
             for st in opt.state.values():
                 st["momentum_buffer"] = st["momentum_buffer"].clone()
     train(model, opt, ckpt, start, steps, move)
-    print("final digest=%s" % digest(model), flush=True)
+    if rpt.rank() == 0:
+        print("final digest=%s" % digest(model), flush=True)
 
 
 def sigterm():

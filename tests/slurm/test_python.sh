@@ -13,7 +13,12 @@
 top=$(cd "$(dirname "$0")/../.." && pwd)
 export PATH=$RP_PREFIX/bin:$PATH
 export PY=/usr/bin/python3
-export TESTS=$top/python/tests
+# A copy the cluster's nodes can read: each slurmd has a /tmp of its own,
+# and the source tree may be under /tmp.
+export TESTS=$RP_CLUSTER_DIR/work/python-tests
+rm -rf "$TESTS"
+mkdir -p "$(dirname "$TESTS")"
+cp -r "$top/python/tests" "$TESTS"
 # The package as make install put it (scripts/test.sh says where:
 # RP_PYTHONDIR), else under RP_PREFIX; /usr/local's is on $PY's path anyway.
 for d in ${RP_PYTHONDIR:-} "$RP_PREFIX"/lib/python3*/*-packages; do

@@ -15,11 +15,15 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 pydir=$(ls -d "$RP_PREFIX"/lib/python3*/*-packages 2>/dev/null | head -n 1)
 export PYTHONPATH=${pydir}${PYTHONPATH:+:$PYTHONPATH}
 export RP_WORK=$RP_CLUSTER_DIR/work/torch
-export TRAIN="$top/contrib/examples/train_torch.py"
-export CASES="$top/tests/python/ckpt_cases.py"
+# The example as installed, and the cases copied where the cluster's nodes
+# can read them (each slurmd has a /tmp of its own, and the source tree may
+# be under /tmp).
+export TRAIN="$RP_PREFIX/share/ringpoint/examples/train_torch.py"
+export CASES="$RP_WORK/ckpt_cases.py"
 export ARGS="--steps 60 --samples 512 --width 8 --batch 16 --log-every 0"
 export RINGPOINT_COLL_TIMEOUT=60s
 mkdir -p "$RP_WORK"
+cp "$top/tests/python/ckpt_cases.py" "$CASES"
 RP_TEST_TIMEOUT=240
 # Batch jobs of the example on the cluster (tests/lib/jobs.sh).
 export STEPS=150
