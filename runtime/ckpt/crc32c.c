@@ -20,6 +20,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #include <nmmintrin.h>
 #define RP_CRC_HAVE_X86 1
 #else
@@ -40,6 +41,7 @@ static uint32_t rp_crc_table[8][256];       /* slice-by-8 */
 static uint32_t rp_crc_shift_long[4][256];  /* advance over RP_CRC_LONG zeros */
 static uint32_t rp_crc_shift_short[4][256]; /* advance over RP_CRC_SHORT zeros */
 static bool rp_crc_use_hw;
+static bool rp_crc_use_copy; /* SSE4.2 + AVX2: the fused copy kernel */
 
 /*
  * Multiply two polynomials modulo the CRC polynomial, in the reflected
@@ -113,8 +115,10 @@ static void rp_crc_init(void)
 #if RP_CRC_HAVE_X86
     __builtin_cpu_init();
     rp_crc_use_hw = __builtin_cpu_supports("sse4.2") != 0;
+    rp_crc_use_copy = rp_crc_use_hw && __builtin_cpu_supports("avx2") != 0;
 #else
     rp_crc_use_hw = false;
+    rp_crc_use_copy = false;
 #endif
 }
 
@@ -235,7 +239,105 @@ static uint32_t rp_crc_hw_raw(uint32_t c, const unsigned char *p, size_t len)
     return c;
 }
 
+/*
+ * The fused copy: the three streams of rp_crc_hw_3way, each 32-byte piece
+ * loaded once into a vector register, stored with a non-temporal store
+ * (the destination is a staging or bounce buffer that the device reads by
+ * DMA, not the CPU: no read-for-ownership of its lines, and the caller's
+ * working set stays in cache) and fed 8 bytes at a time to the crc32
+ * instruction. @d must be 32-byte aligned; the block sizes are multiples
+ * of 32 so every stream stays aligned.
+ */
+/* The CRC of the 32 bytes in @v, after @c. */
+__attribute__((target("sse4.2,avx2")))
+static inline uint64_t rp_crc_lanes(uint64_t c, __m256i v)
+{
+    c = _mm_crc32_u64(c, (uint64_t)_mm256_extract_epi64(v, 0));
+    c = _mm_crc32_u64(c, (uint64_t)_mm256_extract_epi64(v, 1));
+    c = _mm_crc32_u64(c, (uint64_t)_mm256_extract_epi64(v, 2));
+    return _mm_crc32_u64(c, (uint64_t)_mm256_extract_epi64(v, 3));
+}
+
+__attribute__((target("sse4.2,avx2")))
+static inline uint32_t rp_crc_copy_3way(uint32_t c, unsigned char **dp,
+                                        const unsigned char **sp,
+                                        size_t block,
+                                        const uint32_t shift[4][256])
+{
+    const unsigned char *s = *sp;
+    unsigned char *d = *dp;
+    uint64_t c0 = c, c1 = 0, c2 = 0;
+    size_t i;
+
+    for (i = 0; i < block; i += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + block + i));
+        __m256i x = _mm256_loadu_si256((const __m256i *)(s + 2 * block + i));
+
+        _mm256_stream_si256((__m256i *)(d + i), a);
+        _mm256_stream_si256((__m256i *)(d + block + i), b);
+        _mm256_stream_si256((__m256i *)(d + 2 * block + i), x);
+        /* Three independent chains: the CPU overlaps them. */
+        c0 = rp_crc_lanes(c0, a);
+        c1 = rp_crc_lanes(c1, b);
+        c2 = rp_crc_lanes(c2, x);
+    }
+    c = rp_crc_shift(shift, (uint32_t)c0) ^ (uint32_t)c1;
+    c = rp_crc_shift(shift, c) ^ (uint32_t)c2;
+    *sp = s + 3 * block;
+    *dp = d + 3 * block;
+    return c;
+}
+
+__attribute__((target("sse4.2,avx2")))
+static uint32_t rp_crc_copy_raw(uint32_t c, unsigned char *d,
+                                const unsigned char *s, size_t len)
+{
+    /* Up to the destination's alignment byte by byte (at most 31). */
+    while (len > 0 && ((uintptr_t)d & 31u) != 0) {
+        *d = *s;
+        c = _mm_crc32_u8(c, *s);
+        d++;
+        s++;
+        len--;
+    }
+    while (len >= 3 * RP_CRC_LONG) {
+        c = rp_crc_copy_3way(c, &d, &s, RP_CRC_LONG, rp_crc_shift_long);
+        len -= 3 * RP_CRC_LONG;
+    }
+    while (len >= 3 * RP_CRC_SHORT) {
+        c = rp_crc_copy_3way(c, &d, &s, RP_CRC_SHORT, rp_crc_shift_short);
+        len -= 3 * RP_CRC_SHORT;
+    }
+    /* The streamed stores are ordered before anything that follows (the
+     * write of the buffer, another thread reading it). */
+    _mm_sfence();
+    if (len > 0) {
+        memcpy(d, s, len);
+        c = rp_crc_hw_raw(c, s, len);
+    }
+    return c;
+}
+
 #endif /* RP_CRC_HAVE_X86 */
+
+uint32_t rp__crc32c_copy(uint32_t crc, void *dst, const void *src,
+                         size_t len)
+{
+    rp_crc_ensure_init();
+    if (len == 0) {
+        return crc;
+    }
+#if RP_CRC_HAVE_X86
+    if (rp_crc_use_copy) {
+        return ~rp_crc_copy_raw(~crc, (unsigned char *)dst,
+                                (const unsigned char *)src, len);
+    }
+#endif
+    /* Two passes, the second over bytes the first just left in cache. */
+    memcpy(dst, src, len);
+    return rp__crc32c(crc, dst, len);
+}
 
 bool rp__crc32c_hw_available(void)
 {

@@ -29,6 +29,17 @@
 uint32_t rp__crc32c(uint32_t crc, const void *buf, size_t len);
 
 /*
+ * Copy @len bytes from @src to @dst (not overlapping) and return
+ * rp__crc32c(@crc, @src, @len), in one pass over the data: with SSE4.2 and
+ * AVX2, three interleaved CRC streams fed from the registers that the copy
+ * loads, and non-temporal stores (so @dst is NOT left in cache: meant for
+ * buffers that a device reads next, staging and bounce buffers); elsewhere
+ * a copy and then a CRC pass. Any alignment. Thread-safe.
+ */
+uint32_t rp__crc32c_copy(uint32_t crc, void *dst, const void *src,
+                         size_t len);
+
+/*
  * CRC of the concatenation A||B from crc_a = rp__crc32c(0, A), crc_b =
  * rp__crc32c(0, B) and len_b = |B|, without touching the data. O(log len_b).
  * Lets threads checksum pieces of one chunk independently.

@@ -151,6 +151,7 @@ void rp__ckpt_get_stats(struct rp_context *ctx, rp__ckpt_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
     if (ctx != NULL && ctx->ckpt != NULL) {
+        rp__ckpt_prune_join(ctx->ckpt); /* its figure is written there */
         *st = ctx->ckpt->stats;
     }
 }
@@ -441,6 +442,7 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
         (void)rp_eng_settle(e);
     }
     rp__ckpt_async_stop(e);
+    rp__ckpt_prune_join(e);
     rp__signal_restore();
     (void)rp__ckpt_close(&e->rootfd, e->dir);
     rp__ckpt_io_free(e->staging);

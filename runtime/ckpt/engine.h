@@ -87,6 +87,25 @@ typedef struct rp__ckpt_stats {
     uint64_t restore_bytes;   /* replicated + per-rank bytes restored */
     uint64_t staging_bytes;   /* host memory held for staging, peak */
     bool direct;              /* O_DIRECT was used */
+    /* Phases, this rank, last checkpoint / restore (ringpoint-ckpt bench
+     * prints them beside the raw device figures): */
+    uint64_t snap_ns;         /* async: snapshot copy + CRC into staging */
+    uint64_t fill_ns;         /* sync: copy + CRC into the bounce buffers */
+    uint64_t pwrite_ns;       /* time in pwrite of the payload */
+    uint64_t fsync_ns;        /* the shard's fsync */
+    uint64_t vote_ns;         /* commit: the vote, waiting for the slowest
+                                 rank's write included */
+    uint64_t manifest_ns;     /* commit, rank 0: manifest write + fsync */
+    uint64_t rename_ns;       /* commit, rank 0: dir fsync, rename, fsync */
+    uint64_t begin_ns;        /* begin: rank 0's mkdir, the broadcast */
+    uint64_t prune_ns;        /* rank 0: retention after the commit (on a
+                                 helper thread, off the stall) */
+    uint64_t rd_read_ns;      /* restore: reading this rank's stripe */
+    uint64_t rd_crc_ns;       /* restore: CRC checks not hidden in a copy */
+    uint64_t rd_gather_ns;    /* restore: the allgather rounds */
+    uint64_t rd_scatter_ns;   /* restore: copies into the regions */
+    uint64_t rd_wait_ns;      /* restore: the verdict, waiting for the
+                                 slowest rank's reads included */
 } rp__ckpt_stats_t;
 
 typedef struct rp__ckpt_engine {
@@ -133,6 +152,10 @@ typedef struct rp__ckpt_engine {
     bool quit;
 
     rp__ckpt_stats_t stats;
+
+    /* rank 0: retention after a commit runs on this thread (commit.c) */
+    pthread_t prune_th;
+    bool prune_up;
 
     struct rp__ckpt_devstage *dev; /* device regions' staging; NULL: none */
 
@@ -193,6 +216,14 @@ rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e);
 /* Make sure the root exists (rank 0 creates it) and is open; collective
  * only in the sense that every rank calls it at the same point. */
 rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create);
+/* mkdir -p @path, each component with the user's umask (logged). */
+rp_status_t rp__ckpt_mkdirs(const char *path);
+/* Rank 0, after a commit: apply retention on a helper thread, so the
+ * deletions of old checkpoints (100 ms and more here for 256 MiB) are not
+ * in the training loop's time. Joined before anything else looks at the
+ * directory's list: the next begin, restore, find, and destroy. */
+void rp__ckpt_prune_start(rp__ckpt_engine_t *e);
+void rp__ckpt_prune_join(rp__ckpt_engine_t *e);
 /* Fault knob for this rank and step. */
 rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e,
                                     uint64_t step);

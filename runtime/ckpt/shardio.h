@@ -73,6 +73,10 @@ typedef enum rp__ckpt_fault {
 typedef struct rp__ckpt_write_stats {
     uint64_t bytes;   /* payload bytes written */
     uint64_t ns;      /* open to close, fsync included */
+    /* Phases of @ns, for ringpoint-ckpt bench: the copy + CRC of the
+     * payload into the bounce buffer (cursor path only), time in pwrite,
+     * time in the final fsync. */
+    uint64_t fill_ns, pwrite_ns, fsync_ns;
     bool direct;      /* O_DIRECT was used for the payload */
 } rp__ckpt_write_stats_t;
 

@@ -2,8 +2,12 @@
  * ringpoint-ckpt bench --dir DIR --size BYTES [--iters N]: under srun or
  * mpirun, checkpoint and restore SIZE bytes of replicated state (plus 4 KiB
  * per rank) with the real engine, synchronously and asynchronously, beside
- * a raw O_DIRECT writer and reader of the same per-rank bytes, interleaved
- * N times (the disk is noisy; compare medians). Rank 0 prints a table:
+ * the ceilings of the same per-rank bytes measured in the same rounds: a
+ * raw O_DIRECT writer (+ fsync) and cold reader, `dd conv=fsync`, and the
+ * memory kernels (memcpy, CRC32C) over the stripe, every rank at once;
+ * interleaved N times (the disk is noisy; compare medians). DIR is created
+ * when missing; the checkpoints go to a fresh DIR/ckpt-bench.<pid>,
+ * removed at the end. Rank 0 prints a table:
  *
  *   write GB/s    SIZE / slowest rank's time from the safe point to the
  *                 durable commit (async: until the commit is done)
@@ -13,6 +17,16 @@
  *   restore GB/s  SIZE / slowest rank's rp_restore (cold: page cache of
  *                 the shards dropped first), CRCs verified
  *   staging MiB   host memory the engine held for the snapshot, per rank
+ *
+ * and the phases of each mode in ms (medians; each the slowest rank's,
+ * except the manifest and rename steps that only rank 0 runs): snapshot
+ * copy+CRC (async, the stall), copy+CRC into bounce buffers (sync), pwrite,
+ * fsync, the vote (it waits for the slowest rank's write), the commit
+ * without the vote, of which the collectives (rank 0), the manifest, the
+ * renames + directory fsyncs; retention (rank 0, a helper thread: not in
+ * the stall); restore: read,
+ * CRC checks, allgather, scatter into the regions, other (listing, the
+ * verdict).
  *
  * Internals are reached through the convenience library: the benchmark
  * switches the engine between sync and async in one job.
@@ -30,10 +44,15 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 int rp__ckpt_bench_main(int argc, char **argv);
 
@@ -91,10 +110,11 @@ static double rp_b_median(double *v, int n)
 /* Raw baseline: this rank's stripe with O_DIRECT + fsync, then read back
  * cold with O_DIRECT. Returns the slowest rank's seconds. */
 static int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
-                    unsigned char *buf, size_t len, double *w_s, double *r_s)
+                    unsigned char *buf, size_t len, double *w_s, double *r_s,
+                    double *fsync_s)
 {
     char path[4200];
-    double t0;
+    double t0, t1;
     size_t off;
     int fd;
 
@@ -116,8 +136,10 @@ static int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
             return -1;
         }
     }
+    t1 = rp_b_now();
     fsync(fd);
     close(fd);
+    *fsync_s = rp_b_max(ctx, rp_b_now() - t1);
     *w_s = rp_b_max(ctx, rp_b_now() - t0);
     rp_barrier(ctx);
     t0 = rp_b_now();
@@ -186,13 +208,152 @@ static double rp_b_work(unsigned char *a, unsigned char *b, double secs)
     return (double)n / t;
 }
 
+/* `dd if=/dev/zero of=DIR/dd-RANK.bin bs=1M count=N conv=fsync` on every
+ * rank at once, N MiB = this rank's stripe: what a shell user would call
+ * "the disk's speed". Returns the slowest rank's seconds, < 0 on failure. */
+static double rp_b_dd(rp_context_h ctx, const char *dir, int rank,
+                      uint64_t len)
+{
+    char of[4200], count[32];
+    char *argv[] = {"dd", "if=/dev/zero", of, "bs=1M", count, "conv=fsync",
+                    "status=none", NULL};
+    double t0, t;
+    pid_t pid;
+    int st = 0, ok;
+
+    snprintf(of, sizeof(of), "of=%s/dd-%d.bin", dir, rank);
+    snprintf(count, sizeof(count), "count=%" PRIu64, (len + (1u << 20) - 1) >> 20);
+    rp_barrier(ctx);
+    t0 = rp_b_now();
+    ok = posix_spawnp(&pid, "dd", NULL, NULL, argv, environ) == 0 &&
+         waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+         WEXITSTATUS(st) == 0;
+    t = rp_b_max(ctx, ok ? rp_b_now() - t0 : -1e9);
+    (void)unlink(of + 3);
+    return ok ? t : -1;
+}
+
+/* The memory ceilings over this rank's stripe, every rank at once:
+ * memcpy into warm pages, and CRC32C. Slowest rank's seconds. */
+static void rp_b_mem(rp_context_h ctx, const unsigned char *src,
+                     unsigned char *dst, size_t len, double *cp_s,
+                     double *crc_s)
+{
+    static volatile uint32_t sink;
+    double t0;
+
+    rp_barrier(ctx);
+    t0 = rp_b_now();
+    memcpy(dst, src, len);
+    *cp_s = rp_b_max(ctx, rp_b_now() - t0);
+    rp_barrier(ctx);
+    t0 = rp_b_now();
+    sink = rp__crc32c(0, src, len);
+    *crc_s = rp_b_max(ctx, rp_b_now() - t0);
+    (void)sink;
+}
+
+/* Phases, per mode: see the header comment. */
+enum {
+    RP_B_BEGIN, RP_B_SNAP, RP_B_FILL, RP_B_PWRITE, RP_B_FSYNC, RP_B_VOTE, RP_B_COMMIT,
+    RP_B_COLL, RP_B_MANIFEST, RP_B_RENAME, RP_B_PRUNE, RP_B_RD_TOTAL, RP_B_RD_READ, RP_B_RD_CRC,
+    RP_B_RD_GATHER, RP_B_RD_SCATTER, RP_B_RD_OTHER, RP_B_NPHASES
+};
+
+static const char *const rp_b_phase_names[RP_B_NPHASES] = {
+    "begin", "snapshot", "copy+crc", "pwrite", "fsync", "vote", "commit", "coll", "manifest",
+    "rename", "prune", "restore", "rd-read", "rd-crc", "allgather", "scatter",
+    "rd-other"};
+
 typedef struct rp_b_row {
     double write_gbs[RP_BENCH_MAX_ITERS], stall_ms[RP_BENCH_MAX_ITERS];
     double commit_ms[RP_BENCH_MAX_ITERS], restore_gbs[RP_BENCH_MAX_ITERS];
     double busy_pct[RP_BENCH_MAX_ITERS];
+    double phase_ms[RP_B_NPHASES][RP_BENCH_MAX_ITERS];
     double staging_mib;
     int n, direct;
 } rp_b_row_t;
+
+static double rp_b_ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+/* The phases of the last checkpoint and restore into @row (slot row->n). */
+static void rp_b_phases(rp_context_h ctx, int rank, const rp__ckpt_stats_t *st,
+                        double restore_s, rp_b_row_t *row)
+{
+    double v[RP_B_NPHASES], r0[4];
+    int i;
+
+    v[RP_B_BEGIN] = rp_b_ms(st->begin_ns);
+    v[RP_B_SNAP] = rp_b_ms(st->snap_ns);
+    v[RP_B_FILL] = rp_b_ms(st->fill_ns);
+    v[RP_B_PWRITE] = rp_b_ms(st->pwrite_ns);
+    v[RP_B_FSYNC] = rp_b_ms(st->fsync_ns);
+    v[RP_B_VOTE] = rp_b_ms(st->vote_ns);
+    v[RP_B_COMMIT] = rp_b_ms(st->commit_ns - st->vote_ns);
+    v[RP_B_MANIFEST] = 0;
+    v[RP_B_RENAME] = 0;
+    v[RP_B_PRUNE] = 0;
+    v[RP_B_COLL] = 0;
+    v[RP_B_RD_TOTAL] = restore_s * 1e3;
+    v[RP_B_RD_READ] = rp_b_ms(st->rd_read_ns);
+    v[RP_B_RD_CRC] = rp_b_ms(st->rd_crc_ns);
+    v[RP_B_RD_GATHER] = rp_b_ms(st->rd_gather_ns);
+    v[RP_B_RD_SCATTER] = rp_b_ms(st->rd_scatter_ns);
+    v[RP_B_RD_OTHER] = rp_b_ms(st->restore_ns - st->rd_read_ns -
+                               st->rd_crc_ns - st->rd_gather_ns -
+                               st->rd_scatter_ns - st->rd_wait_ns);
+    (void)rp_allreduce(ctx, v, v, RP_B_NPHASES, RP_DTYPE_FLOAT64, RP_OP_MAX);
+    /* Only rank 0 writes the manifest and renames. */
+    r0[0] = rank == 0 ? rp_b_ms(st->manifest_ns) : 0;
+    r0[1] = rank == 0 ? rp_b_ms(st->rename_ns) : 0;
+    r0[2] = rank == 0 ? rp_b_ms(st->prune_ns) : 0;
+    /* Rank 0's commit less its file system steps: the CRC allgather and
+     * the broadcast of the outcome (and the bookkeeping around them). */
+    r0[3] = rank == 0 ? rp_b_ms(st->commit_ns - st->vote_ns -
+                                st->manifest_ns - st->rename_ns) : 0;
+    (void)rp_allreduce(ctx, r0, r0, 4, RP_DTYPE_FLOAT64, RP_OP_MAX);
+    v[RP_B_MANIFEST] = r0[0];
+    v[RP_B_RENAME] = r0[1];
+    v[RP_B_PRUNE] = r0[2];
+    v[RP_B_COLL] = r0[3];
+    for (i = 0; i < RP_B_NPHASES; i++) {
+        row->phase_ms[i][row->n] = v[i];
+    }
+}
+
+/* Rank 0: remove the bench's checkpoint directory (its checkpoints, then
+ * the directory itself). */
+static void rp_b_cleanup(const char *parent, const char *sub)
+{
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (pfd < 0) {
+        return;
+    }
+    {
+        char path[4400];
+        rp__ckpt_catalog_t cat;
+        size_t i;
+
+        snprintf(path, sizeof(path), "%s/%s", parent, sub);
+        if (rp__ckpt_catalog_scan(path, false, &cat) == RP_OK) {
+            int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+            for (i = 0; dfd >= 0 && i < cat.count; i++) {
+                (void)rp__ckpt_remove_at(dfd, cat.entries[i].name);
+            }
+            if (dfd >= 0) {
+                close(dfd);
+            }
+            rp__ckpt_catalog_free(&cat);
+        }
+    }
+    (void)unlinkat(pfd, sub, AT_REMOVEDIR);
+    close(pfd);
+}
 
 int rp__ckpt_bench_main(int argc, char **argv)
 {
@@ -210,8 +371,9 @@ int rp__ckpt_bench_main(int argc, char **argv)
     rp__ckpt_engine_t *e;
     unsigned char *state, perrank[4096], *raw, *wa, *wb;
     uint64_t soff, slen;
-    rp_b_row_t rows[2], rawrow;
-    double base_rate;
+    rp_b_row_t rows[2], rawrow, ddrow, cprow, crcrow;
+    double base_rate, pid0;
+    char sub[64], ckdir[4200];
 
     optind = 1;
     while ((opt = getopt_long(argc, argv, "d:s:n:", longopts, NULL)) != -1) {
@@ -228,18 +390,29 @@ int rp__ckpt_bench_main(int argc, char **argv)
         default: return 2;
         }
     }
-    if (dir == NULL || size == 0 || iters < 1 || iters > RP_BENCH_MAX_ITERS) {
+    if (dir == NULL || size == 0 || iters < 1 || iters > RP_BENCH_MAX_ITERS ||
+        strlen(dir) > 4000) {
         fprintf(stderr, "usage: ringpoint-ckpt bench --dir DIR --size "
                 "BYTES[K|M|G] [--iters 1..%d]\n", RP_BENCH_MAX_ITERS);
         return 2;
     }
-    setenv("RINGPOINT_CKPT_DIR", dir, 1);
+    /* Every rank: the directory may be node-local. */
+    if (rp__ckpt_mkdirs(dir) != RP_OK) {
+        return 2;
+    }
+    setenv("RINGPOINT_CKPT_DIR", dir, 1); /* the real one is set below */
     if (rp_init(NULL, &ctx) != RP_OK) {
         return 2;
     }
     rp_context_query(ctx, &attr);
     rank = attr.rank;
     wsize = attr.size;
+    /* A fresh checkpoint directory, so checkpoints of another size left
+     * in DIR (an earlier run) are never what the restore picks. */
+    pid0 = (double)getpid();
+    (void)rp_broadcast(ctx, &pid0, 1, RP_DTYPE_FLOAT64, 0);
+    snprintf(sub, sizeof(sub), "ckpt-bench.%.0f", pid0);
+    snprintf(ckdir, sizeof(ckdir), "%s/%s", dir, sub);
     state = rp__ckpt_io_alloc((size_t)size);
     (void)rp__ckpt_stripe(size, (uint32_t)wsize, (uint32_t)rank, &soff, &slen);
     raw = rp__ckpt_io_alloc((size_t)slen + 4096);
@@ -262,24 +435,35 @@ int rp__ckpt_bench_main(int argc, char **argv)
         return 2;
     }
     e = rp__ckpt_engine_get(ctx);
+    snprintf(e->dir, sizeof(e->dir), "%.4000s/%s", dir, sub);
     e->keep = 1;
     e->interval_s = 0;
     e->every = 0;
     memset(rows, 0, sizeof(rows));
     memset(&rawrow, 0, sizeof(rawrow));
+    memset(&ddrow, 0, sizeof(ddrow));
+    memset(&cprow, 0, sizeof(cprow));
+    memset(&crcrow, 0, sizeof(crcrow));
     base_rate = rp_b_work(wa, wb, 0.3);
 
     for (it = 0; it < iters; it++) {
-        double w_s, r_s;
+        double w_s, r_s, dd_s, cp_s, crc_s, f_s;
         int mode;
 
         if (rp_b_raw(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096),
-                     &w_s, &r_s) != 0) {
+                     &w_s, &r_s, &f_s) != 0) {
             return 2;
         }
         rawrow.write_gbs[rawrow.n] = (double)size / w_s / 1e9;
         rawrow.restore_gbs[rawrow.n] = (double)size / r_s / 1e9;
+        rawrow.stall_ms[rawrow.n] = f_s * 1e3; /* its fsync */
         rawrow.n++;
+        dd_s = rp_b_dd(ctx, dir, rank, slen);
+        ddrow.write_gbs[ddrow.n++] = dd_s > 0 ? (double)size / dd_s / 1e9 : 0;
+        /* raw is the stripe's copy; state's stripe is the source */
+        rp_b_mem(ctx, state + soff, raw, (size_t)slen, &cp_s, &crc_s);
+        cprow.write_gbs[cprow.n++] = (double)size / cp_s / 1e9;
+        crcrow.write_gbs[crcrow.n++] = (double)size / crc_s / 1e9;
         for (mode = 0; mode < 2; mode++) {
             rp_b_row_t *row = &rows[mode];
             rp_restore_info_t info;
@@ -326,13 +510,14 @@ int rp__ckpt_bench_main(int argc, char **argv)
             rp__ckpt_get_stats(ctx, &st);
             row->write_gbs[row->n] = (double)size / total / 1e9;
             row->stall_ms[row->n] = rp_b_max(ctx, stall) * 1e3;
-            row->commit_ms[row->n] = rp_b_max(ctx, (double)st.commit_ns / 1e6);
+            row->commit_ms[row->n] = rp_b_max(
+                ctx, (double)(st.commit_ns - st.vote_ns) / 1e6);
             row->busy_pct[row->n] =
                 mode == 1 && rate > 0 ? 100.0 * (1.0 - rate / base_rate) : 0;
             row->staging_mib = rp_b_max(ctx, (double)st.staging_bytes / 1048576.0);
             row->direct = st.direct;
             if (rank == 0) {
-                rp_b_drop_cache(dir);
+                rp_b_drop_cache(ckdir);
             }
             rp_barrier(ctx);
             t0 = rp_b_now();
@@ -342,6 +527,8 @@ int rp__ckpt_bench_main(int argc, char **argv)
             }
             total = rp_b_max(ctx, rp_b_now() - t0);
             row->restore_gbs[row->n] = (double)size / total / 1e9;
+            rp__ckpt_get_stats(ctx, &st);
+            rp_b_phases(ctx, rank, &st, total, row);
             row->n++;
         }
     }
@@ -350,24 +537,50 @@ int rp__ckpt_bench_main(int argc, char **argv)
 
         printf("# ringpoint-ckpt bench: %d ranks, %" PRIu64 " bytes replicated "
                "+ 4096 per rank, %d iterations (medians), dir %s, crc32c %s, "
-               "chunk %" PRIu64 "\n", wsize, size, iters, dir,
+               "chunk %" PRIu64 "\n", wsize, size, iters, ckdir,
                rp__crc32c_impl_name(), e->chunk_size);
-        printf("%-8s %12s %10s %8s %10s %13s %12s %7s\n", "mode",
+        printf("# ceilings, same rounds, every rank its stripe at once "
+               "(GB/s of the %" PRIu64 " bytes): O_DIRECT write+fsync %.2f, "
+               "cold O_DIRECT read %.2f, dd conv=fsync %.2f, memcpy %.2f, "
+               "crc32c %.2f; the raw write's fsync %.1f ms\n", size,
+               rp_b_median(rawrow.write_gbs, rawrow.n),
+               rp_b_median(rawrow.restore_gbs, rawrow.n),
+               rp_b_median(ddrow.write_gbs, ddrow.n),
+               rp_b_median(cprow.write_gbs, cprow.n),
+               rp_b_median(crcrow.write_gbs, crcrow.n),
+               rp_b_median(rawrow.stall_ms, rawrow.n));
+        printf("%-11s %12s %10s %8s %10s %13s %12s %7s\n", "mode",
                "write(GB/s)", "stall(ms)", "busy(%)", "commit(ms)",
                "restore(GB/s)", "staging(MiB)", "direct");
-        printf("%-8s %12.2f %10s %8s %10s %13.2f %12s %7s\n", "raw-odirect",
+        printf("%-11s %12.2f %10s %8s %10s %13.2f %12s %7s\n", "raw-odirect",
                rp_b_median(rawrow.write_gbs, rawrow.n), "-", "-", "-",
                rp_b_median(rawrow.restore_gbs, rawrow.n), "-", "yes");
+        printf("%-11s %12.2f %10s %8s %10s %13s %12s %7s\n", "dd-fsync",
+               rp_b_median(ddrow.write_gbs, ddrow.n), "-", "-", "-", "-", "-",
+               "no");
         for (int m = 0; m < 2; m++) {
             rp_b_row_t *row = &rows[m];
 
-            printf("%-8s %12.2f %10.1f %8.1f %10.2f %13.2f %12.1f %7s\n",
+            printf("%-11s %12.2f %10.1f %8.1f %10.2f %13.2f %12.1f %7s\n",
                    names[m], rp_b_median(row->write_gbs, row->n),
                    rp_b_median(row->stall_ms, row->n),
                    rp_b_median(row->busy_pct, row->n),
                    rp_b_median(row->commit_ms, row->n),
                    rp_b_median(row->restore_gbs, row->n), row->staging_mib,
                    row->direct ? "yes" : "no");
+        }
+        printf("# phases in ms (medians; slowest rank, manifest and rename "
+               "rank 0's; commit excludes the vote):\n%-6s", "mode");
+        for (int i = 0; i < RP_B_NPHASES; i++) {
+            printf(" %8s", rp_b_phase_names[i]);
+        }
+        printf("\n");
+        for (int m = 0; m < 2; m++) {
+            printf("%-6s", names[m]);
+            for (int i = 0; i < RP_B_NPHASES; i++) {
+                printf(" %8.1f", rp_b_median(rows[m].phase_ms[i], rows[m].n));
+            }
+            printf("\n");
         }
         for (int m = 0; m < 2; m++) {
             printf("# %s per iteration write GB/s:", names[m]);
@@ -378,11 +591,18 @@ int rp__ckpt_bench_main(int argc, char **argv)
             for (int i = 0; i < rows[m].n; i++) {
                 printf(" %.1f", rows[m].stall_ms[i]);
             }
+            printf("; restore GB/s:");
+            for (int i = 0; i < rows[m].n; i++) {
+                printf(" %.2f", rows[m].restore_gbs[i]);
+            }
             printf("\n");
         }
         fflush(stdout);
     }
     rp_finalize(ctx);
+    if (rank == 0) {
+        rp_b_cleanup(dir, sub);
+    }
     rp__ckpt_io_free(state);
     rp__ckpt_io_free(raw);
     rp__ckpt_io_free(wa);

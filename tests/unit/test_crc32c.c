@@ -144,6 +144,47 @@ static void test_hw_equals_sw(void **state)
     free(buf);
 }
 
+/* The fused copy: the same CRC as rp__crc32c, the same bytes as memcpy,
+ * nothing written outside the destination, at every source and destination
+ * alignment around the stream thresholds (the kernel aligns the
+ * destination to 32 bytes first). */
+static void test_copy(void **state)
+{
+    enum { MAX = 200000, GUARD = 64 };
+    unsigned char *src = malloc(MAX + 64);
+    unsigned char *dst = malloc(MAX + 64 + 2 * GUARD);
+    static const size_t edges[] = {
+        0, 1, 31, 32, 33, 767, 768, 769, 800, 24575, 24576, 24577, 24608,
+        25344, 49152 + 768 + 31, 131072, 131101
+    };
+    unsigned i, k;
+
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(dst);
+    test_fill(src, MAX + 64);
+    for (i = 0; i < sizeof(edges) / sizeof(edges[0]) + 400; i++) {
+        size_t len = i < sizeof(edges) / sizeof(edges[0])
+                         ? edges[i] : test_rng() % (i % 2 ? 4096 : MAX);
+        size_t so = test_rng() % 64, d_o = test_rng() % 64;
+        uint32_t seed = (uint32_t)test_rng();
+        unsigned char *d = dst + GUARD + d_o;
+
+        memset(dst, 0xA5, MAX + 64 + 2 * GUARD);
+        assert_int_equal(rp__crc32c_copy(seed, d, src + so, len),
+                         rp__crc32c_sw(seed, src + so, len));
+        assert_memory_equal(d, src + so, len);
+        for (k = 0; k < GUARD + d_o; k++) {
+            assert_int_equal(dst[k], 0xA5);
+        }
+        for (k = 0; k < GUARD; k++) {
+            assert_int_equal(d[len + k], 0xA5);
+        }
+    }
+    free(src);
+    free(dst);
+}
+
 static void test_incremental(void **state)
 {
     enum { N = 100000 };
@@ -278,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_known_vectors),
         cmocka_unit_test(test_matches_reference),
         cmocka_unit_test(test_hw_equals_sw),
+        cmocka_unit_test(test_copy),
         cmocka_unit_test(test_incremental),
         cmocka_unit_test(test_combine),
         cmocka_unit_test(test_detects_bit_flips),
