@@ -5,7 +5,7 @@
 # the tarball carries the sources and the generator, and every build makes
 # the pages again. tests/tools/test_manpages.sh checks them against the code.
 RP_MAN_TOOLS = doc/man/ringpoint-ckpt.1 doc/man/ringpoint-bench.1 \
-	doc/man/ringpoint-info.1
+	doc/man/ringpoint-info.1 doc/man/ringpoint-example-train.1
 man_MANS = $(RP_MAN_TOOLS) doc/man/libringpoint.3
 if HAVE_SLURM
 man_MANS += doc/man/ringpoint.8
@@ -44,4 +44,8 @@ doc/man/ringpoint-bench.1: runtime/tools/ringpoint-bench$(EXEEXT) \
 	$(AM_V_GEN)$(RP_MAN_FROM_HELP)
 doc/man/ringpoint-info.1: runtime/tools/ringpoint-info$(EXEEXT) \
 		$(srcdir)/doc/man/ringpoint-info.1.in $(RP_MKMAN_DEPS)
+	$(AM_V_GEN)$(RP_MAN_FROM_HELP)
+doc/man/ringpoint-example-train.1: \
+		contrib/examples/ringpoint-example-train$(EXEEXT) \
+		$(srcdir)/doc/man/ringpoint-example-train.1.in $(RP_MKMAN_DEPS)
 	$(AM_V_GEN)$(RP_MAN_FROM_HELP)

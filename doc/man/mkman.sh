@@ -112,6 +112,14 @@ if [ -n "$help" ]; then
         if (match(line, /  +/)) {
             it = substr(line, 1, RSTART - 1)
             desc = substr(line, RSTART + RLENGTH)
+        } else if (line ~ /^-/) {
+            # One space only ("--step-delay-ms MS sleep MS per step"): the
+            # item is the options and their METAVARs before the first
+            # other word.
+            nw = split(line, w, / /); it = w[1]
+            for (k = 2; k <= nw && (w[k] ~ /^-/ || w[k] ~ /^[[]?[A-Z][A-Z0-9_|]*[],]*$/); k++)
+                it = it " " w[k]
+            desc = substr(line, length(it) + 2)
         } else { it = line; desc = "" }
         if (blank && printed && !intp) print ".PP" > body
         printf ".TP\n%s\n", item(it) > body
@@ -194,7 +202,7 @@ if [ -n "$headers" ]; then
         for (h = 1; h <= nhdrs; h++) {
             hd = order[h]
             if (nfuncs[hd] == 0) continue
-            printf ".PP\n.B #include <%s>\n.PP\n.nf\n", hd > syn
+            printf ".PP\n.nf\n\\fI/* <%s>, included by <ringpoint.h> */\\fR\n", hd > syn
             printf ".SS <%s>\n%s\n", hd, esc(hbrief[hd]) > list
             for (i = 1; i <= nfuncs[hd]; i++) {
                 d = fdecl[hd, i]

@@ -6,7 +6,7 @@
 #     table and nothing else, an ENVIRONMENT entry for each option's
 #     environment twin, a SITE SETTINGS entry for every key spank/admin.c
 #     parses and nothing else;
-#   ringpoint-{ckpt,bench,info}(1): every option of the tool's --help;
+#   ringpoint-{ckpt,bench,info,example-train}(1): every option of --help;
 #   libringpoint(3): every RP_API function of the public headers;
 #   every page: no placeholder left, and groff finds nothing to warn about.
 set -u
@@ -54,7 +54,7 @@ in_list() { # in_list NAME WANT HAVE: every line of WANT in HAVE
     fi
 }
 
-echo "1..11"
+echo "1..12"
 
 # ---- ringpoint(8)
 page=doc/man/ringpoint.8
@@ -84,8 +84,9 @@ else
 fi
 
 # ---- the tools: every option of --help among the page's entries
-for tool in ckpt bench info; do
-    bin=runtime/tools/ringpoint-$tool
+for bin in runtime/tools/ringpoint-ckpt runtime/tools/ringpoint-bench \
+    runtime/tools/ringpoint-info contrib/examples/ringpoint-example-train; do
+    tool=${bin##*/ringpoint-}
     page=doc/man/ringpoint-$tool.1
     # The items of --help ("  -b, --minbytes SIZE   text"), their options.
     help_opts=$("$bin" --help | awk '/^ ( ? ? ?)[^ ]/{s=$0; sub(/^ +/, "", s); sub(/  .*/, "", s); print s}' |
