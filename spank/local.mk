@@ -10,7 +10,7 @@ spank_ringpoint_la_SOURCES = \
 	spank/ckpt_dir.c spank/ckpt_dir.h \
 	spank/requeue.c spank/requeue.h spank/requeue_policy.c \
 	spank/job_limits.c spank/job_limits.h \
-	runtime/core/step_marker.h
+	runtime/util/step_marker.h
 spank_ringpoint_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 spank_ringpoint_la_LIBADD = runtime/libringpoint_util.la
 spank_ringpoint_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \

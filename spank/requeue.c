@@ -5,7 +5,7 @@
 
 /* Only the constant: the plugin links none of the runtime. */
 #include "ringpoint/ckpt.h"
-#include "core/step_marker.h"
+#include "util/step_marker.h"
 #include "spank/admin.h"
 #include "spank/options.h"
 #include "spank/requeue.h"

@@ -20,8 +20,8 @@
  * Header-only, shared by the plugin (the constants) and the runtime (the
  * write), which link nothing of each other.
  */
-#ifndef RP_CORE_STEP_MARKER_H
-#define RP_CORE_STEP_MARKER_H
+#ifndef RP_UTIL_STEP_MARKER_H
+#define RP_UTIL_STEP_MARKER_H
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,4 +53,4 @@ static inline void rp__step_marker_stop(void)
     }
 }
 
-#endif /* RP_CORE_STEP_MARKER_H */
+#endif /* RP_UTIL_STEP_MARKER_H */
