@@ -111,7 +111,9 @@ else
     ok "no placeholder left in the pages"
 fi
 if command -v groff >/dev/null 2>&1; then
-    warn=$(for p in $pages; do groff -man -ww -z -Tutf8 "$p" 2>&1 | sed "s|^|$p: |"; done)
+    # All warnings but the "break" class ("cannot adjust line"), which
+    # depends on how long the installation paths are; lintian ignores it too.
+    warn=$(for p in $pages; do groff -man -ww -Wbreak -z -Tutf8 "$p" 2>&1 | sed "s|^|$p: |"; done)
     if [ -n "$warn" ]; then
         not_ok "groff -ww finds nothing to warn about" "$warn"
     else
