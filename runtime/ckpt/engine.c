@@ -397,12 +397,41 @@ static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
     const char *name = why > 1 ? rp__signal_name(why) : NULL;
     uint64_t done = 0;
 
+    char cost[200] = "";
+
     if (restarts != NULL) {
         (void)rp__parse_uint(restarts, 0, UINT64_MAX, &done, NULL, 0);
     }
-    rp_warn("stopping at step %llu (%s%s): %s", (unsigned long long)step,
+    if (committed) {
+        /* What the stop cost, against what it had (issue 13): the bytes,
+         * the time since the signal reached this rank (or the write and
+         * commit alone when it came to another rank), and what is left
+         * before SIGKILL. */
+        int64_t sig_ms = rp__signal_time_ms(), now_ms;
+        rp__stop_budget_t b;
+        struct timespec ts;
+        int n;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        n = snprintf(cost, sizeof(cost), ", %llu bytes, %.2f s %s",
+                     (unsigned long long)e->stats.bytes_total,
+                     sig_ms > 0 ? (double)(now_ms - sig_ms) / 1e3
+                                : (double)(e->stats.write_ns +
+                                           e->stats.commit_ns) / 1e9,
+                     sig_ms > 0 ? "after the signal" : "to write and commit");
+        rp__stop_budget(&e->limits, why > 1 ? why : SIGTERM,
+                        e->ctx->settings.ckpt_signal, sig_ms > 0 ? sig_ms : 0,
+                        now_ms, &b);
+        if (b.left_ms >= 0 && n > 0 && (size_t)n < sizeof(cost)) {
+            snprintf(cost + n, sizeof(cost) - (size_t)n,
+                     ", %s%.1f s left before SIGKILL", b.exact ? "" : "at least ",
+                     (double)b.left_ms / 1e3);
+        }
+    }
+    rp_warn("stopping at step %llu (%s%s): %s%s", (unsigned long long)step,
             name != NULL ? "SIG" : "", name != NULL ? name : "stop requested",
-            committed ? "checkpoint committed" : "NO new checkpoint");
+            committed ? "checkpoint committed" : "NO new checkpoint", cost);
     if (set->ckpt_requeue_set && done >= set->ckpt_requeue) {
         rp_warn("requeue limit reached (%llu of %llu): the job will not be "
                 "requeued; resubmit with the same --ckpt-dir to resume",
