@@ -1,15 +1,16 @@
 /*
- * The public collectives: argument checks, then the communicator; the
- * blocking calls run on the caller's thread (after any non-blocking ones
- * still outstanding), the rp_i* ones are queued (progress.c).
+ * The public collectives: argument checks, then a backend (backend.h): the
+ * context's device backend when it claims the call's buffers, else the
+ * host rings. The blocking calls run on the caller's thread (after any
+ * non-blocking ones still outstanding), the rp_i* ones are queued.
  */
 #include "config.h"
 
 #include "ringpoint/coll.h"
+#include "coll/backend.h"
 #include "coll/comm.h"
 #include "coll/request.h"
 #include "core/context.h"
-#include "gpu/path.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -37,16 +38,38 @@ static rp_status_t rp_check(const char *what, rp_context_h ctx,
     return RP_OK;
 }
 
-/* A blocking collective: after the non-blocking ones still outstanding. */
-static rp_status_t rp_blocking(rp_context_h ctx, const rp__coll_args_t *a)
+/* The backend that runs @a: the device one if it claims the buffers
+ * (barrier has none: always the host), else the host rings. */
+static rp_status_t rp_backend(rp_context_h ctx, const rp__coll_args_t *a,
+                              const char *what,
+                              const rp__coll_backend_t **be_p)
 {
+    const rp__coll_backend_t *dev = ctx->coll_device;
+    bool mine = false;
     rp_status_t status;
 
-    if (rp__gpu_coll(ctx, a, NULL, &status)) {
-        return status; /* device buffers: NCCL (runtime/gpu/coll.c) */
+    *be_p = &rp__coll_host_backend;
+    if (dev == NULL || a->kind == RP__COLL_BARRIER) {
+        return RP_OK;
     }
-    rp__comm_sync(ctx->comm);
-    return rp__coll_run(ctx->comm, a);
+    status = dev->claim(ctx, a, what, &mine);
+    if (status == RP_OK && mine) {
+        *be_p = dev;
+    }
+    return status;
+}
+
+/* A blocking collective: after the non-blocking ones still outstanding. */
+static rp_status_t rp_blocking(const char *what, rp_context_h ctx,
+                               const rp__coll_args_t *a)
+{
+    const rp__coll_backend_t *be;
+    rp_status_t status = rp_backend(ctx, a, what, &be);
+
+    if (status != RP_OK) {
+        return status;
+    }
+    return be->run(ctx, a, what);
 }
 
 /* A non-blocking one: @status is its argument check's. */
@@ -54,15 +77,20 @@ static rp_status_t rp_start(const char *what, rp_context_h ctx,
                             const rp__coll_args_t *a, rp_status_t status,
                             rp_request_h *req)
 {
+    const rp__coll_backend_t *be;
+
     if (req == NULL) {
         rp_error("%s: req is NULL", what);
         return RP_ERR_INVALID_ARG;
     }
     *req = NULL;
-    if (status != RP_OK || rp__gpu_coll(ctx, a, req, &status)) {
+    if (status == RP_OK) {
+        status = rp_backend(ctx, a, what, &be);
+    }
+    if (status != RP_OK) {
         return status;
     }
-    return rp__coll_start(ctx->comm, a, req);
+    return be->start(ctx, a, what, req);
 }
 
 static rp_status_t rp_allreduce_args(const char *what, rp_context_h ctx,
@@ -109,7 +137,7 @@ rp_status_t rp_allreduce(rp_context_h ctx, const void *sendbuf, void *recvbuf,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking(ctx, &a);
+    return rp_blocking("rp_allreduce", ctx, &a);
 }
 
 rp_status_t rp_iallreduce(rp_context_h ctx, const void *sendbuf,
@@ -228,7 +256,7 @@ rp_status_t rp_allreduce_group_opts(rp_context_h ctx,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking(ctx, &a);
+    return rp_blocking("rp_allreduce_group", ctx, &a);
 }
 
 rp_status_t rp_iallreduce_group(rp_context_h ctx, const void *const *sendbufs,
@@ -285,7 +313,7 @@ rp_status_t rp_broadcast(rp_context_h ctx, void *buf, size_t count,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking(ctx, &a);
+    return rp_blocking("rp_broadcast", ctx, &a);
 }
 
 rp_status_t rp_ibroadcast(rp_context_h ctx, void *buf, size_t count,
@@ -345,7 +373,7 @@ rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf, void *recvbuf,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking(ctx, &a);
+    return rp_blocking("rp_allgather", ctx, &a);
 }
 
 rp_status_t rp_iallgather(rp_context_h ctx, const void *sendbuf,
@@ -378,7 +406,7 @@ rp_status_t rp_barrier(rp_context_h ctx)
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking(ctx, &a);
+    return rp_blocking("rp_barrier", ctx, &a);
 }
 
 rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req)

@@ -11,6 +11,7 @@
 #include "transport/transport.h"
 
 struct rp_comm;
+struct rp__coll_backend;
 struct rp__ckpt_engine;
 struct rp__gpu;
 
@@ -23,6 +24,9 @@ struct rp_context {
     struct rp_comm *comm;      /* the collectives over it */
     struct rp__ckpt_engine *ckpt; /* registered state; NULL until used */
     struct rp__gpu *gpu;       /* the GPU path (runtime/gpu/path.h) */
+    /* Runs the collectives on device buffers (the GPU path's, set by
+     * rp__gpu_init); NULL: host buffers only. coll/backend.h. */
+    const struct rp__coll_backend *coll_device;
 };
 
 #endif /* RP_CORE_CONTEXT_H */

@@ -1,10 +1,12 @@
 /*
- * The collectives' entry into the GPU path: runtime/coll/api.c checks the
- * arguments, then asks here whether the buffers are on the device. If so
- * the operation goes to NCCL on the application's stream; a non-blocking
- * one (rp_i*) gets a request that completes with a CUDA event recorded
- * after it, through the request table of coll/request.h, so rp_test and
- * rp_wait treat host and device requests alike.
+ * The GPU path as a collectives backend (coll/backend.h): runtime/coll/api.c
+ * checks the arguments, then asks this backend whether it claims the
+ * buffers (they are on the device). If so the operation goes to NCCL on
+ * the application's stream; a non-blocking one (rp_i*) gets a request that
+ * completes with a CUDA event recorded after it, through the request table
+ * of coll/request.h, so rp_test and rp_wait treat host and device requests
+ * alike. What it needs from the host (the signature check) it asks the
+ * host backend, never the public API.
  */
 #include "config.h"
 
@@ -12,7 +14,7 @@
 
 #include <stdlib.h>
 
-#include "coll/comm.h"
+#include "coll/backend.h"
 #include "coll/request.h"
 #include "core/context.h"
 #include "util/log.h"
@@ -84,22 +86,6 @@ static rp_status_t rp_gpu_request(rp_context_h ctx, rp_request_h *req_p)
     return RP_OK;
 }
 
-static const char *rp_gpu_what(const rp__coll_args_t *a, bool nb)
-{
-    switch (a->kind) {
-    case RP__COLL_ALLREDUCE:
-        return nb ? "rp_iallreduce" : "rp_allreduce";
-    case RP__COLL_ALLREDUCE_GROUP:
-        return nb ? "rp_iallreduce_group" : "rp_allreduce_group";
-    case RP__COLL_BROADCAST:
-        return nb ? "rp_ibroadcast" : "rp_broadcast";
-    case RP__COLL_ALLGATHER:
-        return nb ? "rp_iallgather" : "rp_allgather";
-    default:
-        return nb ? "rp_ibarrier" : "rp_barrier";
-    }
-}
-
 /* Device or host? Every buffer of the call is asked. */
 static rp_status_t rp_gpu_where(rp_context_h ctx, const rp__coll_args_t *a,
                                 const char *what, bool *device_p)
@@ -133,48 +119,62 @@ static rp_status_t rp_gpu_where(rp_context_h ctx, const rp__coll_args_t *a,
     return rc;
 }
 
-bool rp__gpu_coll(rp_context_h ctx, const rp__coll_args_t *a,
-                  struct rp_request **req_p, rp_status_t *status_p)
+/* Device buffers (or an error about them): this backend's. Barrier has
+ * no buffers and api.c never offers it. */
+static rp_status_t rp_gpu_claim(rp_context_h ctx, const rp__coll_args_t *a,
+                                const char *what, bool *mine_p)
 {
-    const char *what = rp_gpu_what(a, req_p != NULL);
-    bool device = false;
-    rp_status_t rc;
+    *mine_p = false;
+    return rp_gpu_where(ctx, a, what, mine_p);
+}
 
-    if (a->kind == RP__COLL_BARRIER) {
-        return false; /* no buffers: the host path */
-    }
-    rc = rp_gpu_where(ctx, a, what, &device);
-    if (rc == RP_OK && !device) {
-        return false;
-    }
-    if (rc == RP_OK && a->signature != 0) {
+static rp_status_t rp_gpu_run(rp_context_h ctx, const rp__coll_args_t *a,
+                              const char *what)
+{
+    rp_status_t rc = RP_OK;
+
+    (void)what;
+    if (a->signature != 0) {
         /* The cross-rank argument check runs on the host, in order after
          * the host collectives queued before this call. */
-        rp__comm_sync(ctx->comm);
-        rc = rp__coll_check(ctx->comm, a->signature);
+        rc = rp__coll_host_check(ctx, a->signature);
     }
-    if (rc == RP_OK) {
-        switch (a->kind) {
-        case RP__COLL_ALLREDUCE:
-            rc = rp__gpu_allreduce(ctx, a->sendbuf, a->recvbuf, a->count,
-                                   a->dtype, a->op);
-            break;
-        case RP__COLL_ALLREDUCE_GROUP:
-            rc = rp__gpu_allreduce_group(ctx, a->sendbufs, a->recvbufs,
-                                         a->counts, a->nbufs, a->dtype, a->op);
-            break;
-        case RP__COLL_BROADCAST:
-            rc = rp__gpu_broadcast(ctx, a->recvbuf != NULL ? a->recvbuf
-                                   : (void *)a->sendbuf, a->count, a->root);
-            break;
-        default:
-            rc = rp__gpu_allgather(ctx, a->sendbuf, a->recvbuf, a->count);
-            break;
-        }
+    if (rc != RP_OK) {
+        return rc;
     }
-    if (rc == RP_OK && req_p != NULL) {
-        rc = ctx->gpu->comm != NULL ? rp_gpu_request(ctx, req_p) : RP_OK;
+    switch (a->kind) {
+    case RP__COLL_ALLREDUCE:
+        return rp__gpu_allreduce(ctx, a->sendbuf, a->recvbuf, a->count,
+                                 a->dtype, a->op);
+    case RP__COLL_ALLREDUCE_GROUP:
+        return rp__gpu_allreduce_group(ctx, a->sendbufs, a->recvbufs,
+                                       a->counts, a->nbufs, a->dtype, a->op);
+    case RP__COLL_BROADCAST:
+        return rp__gpu_broadcast(ctx, a->recvbuf != NULL ? a->recvbuf
+                                 : (void *)a->sendbuf, a->count, a->root);
+    case RP__COLL_ALLGATHER:
+        return rp__gpu_allgather(ctx, a->sendbuf, a->recvbuf, a->count);
+    case RP__COLL_BARRIER:
+        break;
     }
-    *status_p = rc;
-    return true;
+    rp_error("GPU: no device barrier (it has no buffers: the host runs it)");
+    return RP_ERR_INVALID_ARG;
 }
+
+static rp_status_t rp_gpu_start(rp_context_h ctx, const rp__coll_args_t *a,
+                                const char *what, rp_request_h *req_p)
+{
+    rp_status_t rc = rp_gpu_run(ctx, a, what);
+
+    if (rc == RP_OK && ctx->gpu->comm != NULL) {
+        rc = rp_gpu_request(ctx, req_p);
+    }
+    return rc;
+}
+
+const rp__coll_backend_t rp__gpu_coll_backend = {
+    .name = "nccl",
+    .claim = rp_gpu_claim,
+    .run = rp_gpu_run,
+    .start = rp_gpu_start,
+};

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ringpoint/coll.h"
 #include "ringpoint/cuda.h"
+#include "coll/backend.h"
 #include "coll/comm.h"
 #include "core/context.h"
 #include "util/log.h"
@@ -55,6 +55,9 @@ rp_status_t rp__gpu_init(rp_context_h ctx)
     }
     g->timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
     ctx->gpu = g;
+    /* Even with RINGPOINT_GPU=off: device memory is then an error that
+     * the backend's claim reports. */
+    ctx->coll_device = &rp__gpu_coll_backend;
     if (g->mode == RP_GPU_MODE_ON) {
         return rp_gpu_comm_ready(ctx, "rp_init (RINGPOINT_GPU=on)");
     }
@@ -78,6 +81,7 @@ void rp__gpu_finalize(rp_context_h ctx)
     }
     free(g);
     ctx->gpu = NULL;
+    ctx->coll_device = NULL;
 }
 
 rp_status_t rp__gpu_local(rp_context_h ctx, const char *what,
@@ -125,6 +129,13 @@ rp_status_t rp__gpu_local(rp_context_h ctx, const char *what,
     return g->local_status;
 }
 
+/* A host collective of the GPU path's own (host buffers), through the host
+ * backend: never the public API, which would dispatch back here. */
+static rp_status_t rp_gpu_host(rp_context_h ctx, rp__coll_args_t a)
+{
+    return rp__coll_host_backend.run(ctx, &a, "GPU");
+}
+
 /* Every rank's local verdict, so that all fail together (and say which
  * ranks are to blame) instead of some waiting in NCCL for the others. */
 static rp_status_t rp_gpu_agree(rp_context_h ctx, rp_status_t mine)
@@ -141,7 +152,9 @@ static rp_status_t rp_gpu_agree(rp_context_h ctx, rp_status_t mine)
         rp_error("GPU: out of memory");
         return RP_ERR_NO_MEMORY;
     }
-    rc = rp_allgather(ctx, &me, all, 1, RP_DTYPE_INT32);
+    rc = rp_gpu_host(ctx, (rp__coll_args_t){
+        .kind = RP__COLL_ALLGATHER, .sendbuf = &me, .recvbuf = all,
+        .count = sizeof(me), .dtype = RP_DTYPE_INT32});
     for (int r = 0; rc == RP_OK && r < size; r++) {
         if (all[r] != RP_OK) {
             if (mine == RP_OK && bad < 8) {
@@ -186,11 +199,15 @@ static rp_status_t rp_gpu_comm_ready(rp_context_h ctx, const char *what)
          * start-up may not see a key published later. Every rank learns
          * whether all got the id; if not, rank 0 sends it over the host
          * collectives instead. */
-        rc = rp_allreduce(ctx, &got, &got, 1, RP_DTYPE_INT32, RP_OP_MIN);
+        rc = rp_gpu_host(ctx, (rp__coll_args_t){
+            .kind = RP__COLL_ALLREDUCE, .sendbuf = &got, .recvbuf = &got,
+            .count = 1, .dtype = RP_DTYPE_INT32, .op = RP_OP_MIN});
         if (rc == RP_OK && !got) {
             rp_warn("GPU: the NCCL id did not reach every rank through PMIx; "
                     "rank 0 broadcasts it over the host transport");
-            rc = rp_broadcast(ctx, uid, sizeof(uid), RP_DTYPE_UINT8, 0);
+            rc = rp_gpu_host(ctx, (rp__coll_args_t){
+                .kind = RP__COLL_BROADCAST, .recvbuf = uid,
+                .count = sizeof(uid), .dtype = RP_DTYPE_UINT8, .root = 0});
         }
     }
     if (rc == RP_OK) {

@@ -18,8 +18,6 @@
 #include "gpu/gpu.h"
 
 struct rp_context;
-struct rp__coll_args;
-struct rp_request;
 
 typedef enum rp__gpu_mode {
     RP_GPU_MODE_AUTO = 0,
@@ -79,13 +77,11 @@ rp_status_t rp__gpu_broadcast(struct rp_context *ctx, void *buf, size_t bytes,
 rp_status_t rp__gpu_allgather(struct rp_context *ctx, const void *send,
                               void *recv, size_t bytes);
 
-/* The hook of runtime/coll/api.c, after the argument checks: false when
- * the buffers are host memory (the host path runs); otherwise true, with
- * the outcome in *@status_p: the operation enqueued on the device (and,
- * with @req_p, a request completing with it), or the error (host and
- * device mixed, no GPU path). */
-bool rp__gpu_coll(struct rp_context *ctx, const struct rp__coll_args *a,
-                  struct rp_request **req_p, rp_status_t *status_p);
+/* The collectives backend of the GPU path (coll/backend.h), which
+ * rp__gpu_init gives the context: it claims calls on device buffers (and
+ * fails those mixing host and device memory) and runs them on NCCL. */
+struct rp__coll_backend;
+extern const struct rp__coll_backend rp__gpu_coll_backend;
 
 /* Wait for the application's stream (and the NCCL work on it) within the
  * collective timeout; on failure the communicator is aborted. Used before

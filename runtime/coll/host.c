@@ -1,0 +1,39 @@
+/*
+ * The host backend: the rings over the transport (comm.c and the
+ * algorithms), run on the caller's thread or queued on the progress
+ * thread (progress.c).
+ */
+#include "config.h"
+
+#include "coll/backend.h"
+#include "coll/comm.h"
+#include "core/context.h"
+
+static rp_status_t rp_host_run(struct rp_context *ctx,
+                               const rp__coll_args_t *a, const char *what)
+{
+    (void)what;
+    rp__comm_sync(ctx->comm);
+    return rp__coll_run(ctx->comm, a);
+}
+
+static rp_status_t rp_host_start(struct rp_context *ctx,
+                                 const rp__coll_args_t *a, const char *what,
+                                 rp_request_h *req_p)
+{
+    (void)what;
+    return rp__coll_start(ctx->comm, a, req_p);
+}
+
+const rp__coll_backend_t rp__coll_host_backend = {
+    .name = "host",
+    .claim = NULL,
+    .run = rp_host_run,
+    .start = rp_host_start,
+};
+
+rp_status_t rp__coll_host_check(struct rp_context *ctx, uint64_t signature)
+{
+    rp__comm_sync(ctx->comm);
+    return rp__coll_check(ctx->comm, signature);
+}
