@@ -1,7 +1,7 @@
 /*
  * The checkpoint engine's pure parts: region registration and layout, the
- * segments a rank writes for its stripe, the copy-and-checksum cursor, and
- * the RINGPOINT_CKPT_* settings.
+ * segments a rank writes for its stripe, the copy-and-checksum cursor, the
+ * shard writer's double-buffered path, and the RINGPOINT_CKPT_* settings.
  */
 #include "config.h"
 
@@ -9,14 +9,19 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "ckpt/crc32c.h"
 #include "ckpt/engine.h"
 #include "ckpt/layout.h"
+#include "ckpt/shard.h"
+#include "ckpt/shardio.h"
 #include "core/settings.h"
 #include "util/log.h"
 
@@ -65,6 +70,87 @@ static void test_cursor_bytes_and_crcs(void **state)
     free(b);
     free(want);
     free(got);
+}
+
+/* A payload of several bounce buffers goes through the double-buffered
+ * writer (one buffer written while the next is filled): the file holds
+ * exactly the payload after the header and the CRCs are the file's; an
+ * injected write fault half way fails the write after the first half. */
+static void test_shard_write_double_buffered(void **state)
+{
+    enum { A = 9 << 20, GAP = 4000, B = (13 << 20) + 12345, CS = 1 << 20 };
+    const size_t total = A + GAP + B, nch = total / CS + 1;
+    unsigned char *a = malloc(A), *b = malloc(B), *want = calloc(1, total);
+    unsigned char *got = malloc(total + 1);
+    uint32_t *crcs = calloc(nch, sizeof(uint32_t));
+    rp__ckpt_seg_t segs[3] = {{a, A}, {NULL, GAP}, {b, B}};
+    rp__ckpt_shard_header_t hdr;
+    rp__ckpt_write_stats_t st;
+    rp__ckpt_cursor_t cur;
+    char dir[] = "/tmp/rp-ckpt-engine-XXXXXX", path[128];
+    int cfd, fd, fault;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(want);
+    assert_non_null(got);
+    assert_non_null(crcs);
+    fill(a, A, 1);
+    fill(b, B, 2);
+    memcpy(want, a, A);
+    memcpy(want + A + GAP, b, B);
+    assert_non_null(mkdtemp(dir));
+    for (fault = 0; fault < 2; fault++) {
+        rp_status_t rc;
+        ssize_t n;
+        size_t c;
+
+        cfd = open(dir, O_RDONLY | O_DIRECTORY);
+        assert_true(cfd >= 0);
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.rank = (uint32_t)fault;
+        hdr.world_size = 2;
+        hdr.payload_length = total;
+        rp__ckpt_cursor_init(&cur, segs, 3, CS, crcs);
+        rc = rp__ckpt_shard_write(cfd, dir, &hdr, &cur, NULL,
+                                  fault ? RP_CKPT_FAULT_WRITE
+                                        : RP_CKPT_FAULT_NONE, &st);
+        close(cfd);
+        rp__ckpt_name_shard((uint32_t)fault, path, sizeof(path));
+        {
+            char full[256];
+
+            snprintf(full, sizeof(full), "%s/%s", dir, path);
+            fd = open(full, O_RDONLY);
+        }
+        assert_true(fd >= 0);
+        n = pread(fd, got, total + 1, RP_CKPT_SHARD_HEADER_SIZE);
+        close(fd);
+        if (fault) {
+            /* The first half is there, nothing of the second. */
+            assert_int_equal(rc, RP_ERR_IO);
+            assert_int_equal(n, total / 2);
+            assert_memory_equal(got, want, total / 2);
+            continue;
+        }
+        assert_int_equal(rc, RP_OK);
+        assert_int_equal(st.bytes, total);
+        assert_int_equal(n, total);
+        assert_memory_equal(got, want, total);
+        for (c = 0; c * CS < total; c++) {
+            size_t len = total - c * CS < CS ? total - c * CS : CS;
+
+            assert_int_equal(crcs[c], rp__crc32c(0, want + c * CS, len));
+        }
+    }
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+    free(a);
+    free(b);
+    free(want);
+    free(got);
+    free(crcs);
 }
 
 static void test_nchunks(void **state)
@@ -202,6 +288,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cursor_bytes_and_crcs),
+        cmocka_unit_test(test_shard_write_double_buffered),
         cmocka_unit_test(test_nchunks),
         cmocka_unit_test(test_register_rules),
         cmocka_unit_test(test_segments_cover_the_stream),
