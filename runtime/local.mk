@@ -111,7 +111,11 @@ runtime_tools_ringpoint_info_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 # library: its device mode (-D cuda) allocates GPU memory through the GPU
 # module's wrappers (runtime/gpu/devbuf.h), which the shared library hides.
 bin_PROGRAMS += runtime/tools/ringpoint-bench
-runtime_tools_ringpoint_bench_SOURCES = runtime/tools/bench.c
+runtime_tools_ringpoint_bench_SOURCES = runtime/tools/bench.c \
+	runtime/tools/bench.h runtime/tools/bench_opts.c \
+	runtime/tools/bench_loop.c runtime/tools/bench_check.c \
+	runtime/tools/bench_device.c \
+	runtime/tools/benchtable.c runtime/tools/benchtable.h
 runtime_tools_ringpoint_bench_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 runtime_tools_ringpoint_bench_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 

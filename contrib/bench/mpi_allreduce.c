@@ -10,11 +10,14 @@
  * Each iteration is timed alone; the per-iteration times are combined with
  * MPI_MAX over ranks and the row shows their median (or mean). In place,
  * the input is copied back before each iteration, untimed. Inputs are the
- * small integers ringpoint-bench uses, so #wrong is an exact comparison.
+ * small integers ringpoint-bench uses, so #wrong is an exact comparison;
+ * those, the statistic and the table are ringpoint-bench's own code
+ * (runtime/tools/benchtable.c).
  */
 #include <mpi.h>
 
-#include <errno.h>
+#include "tools/benchtable.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,69 +69,9 @@ static void store(type_t t, void *buf, size_t i, int64_t v)
     }
 }
 
-/* The same inputs as ringpoint-bench: c_i + d_r with the d_r cancelling,
- * 1s and 2s for products. */
-static int64_t c_of(size_t i) { return (int64_t)(i % 7) + 2; }
-
-static int64_t d_of(int r, int n)
-{
-    if (n % 2 == 1 && r == n - 1) {
-        return 0;
-    }
-    return r % 2 == 0 ? 1 : -1;
-}
-
-static int64_t input(int op, size_t i, int r, int n)
-{
-    if (op == 1) {
-        return (i + (size_t)r) % 2 == 0 ? 2 : 1;
-    }
-    return c_of(i) + d_of(r, n);
-}
-
-static int64_t expected(int op, size_t i, int n)
-{
-    int64_t twos;
-
-    switch (op) {
-    case 0: return (int64_t)n * c_of(i);
-    case 2: return c_of(i) + (n > 1 ? -1 : 0);
-    case 3: return c_of(i) + (n > 1 ? 1 : 0);
-    default:
-        twos = i % 2 == 0 ? (n + 1) / 2 : n / 2;
-        return twos >= 63 ? 0 : (int64_t)1 << twos;
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static bool parse_size(const char *s, size_t *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || v < 0) {
-        return false;
-    }
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; end++; break;
-    case 'm': case 'M': v *= 1024 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    *out = (size_t)v;
-    return *end == '\0';
-}
-
 typedef struct row {
     double time_us;
-    long long wrong;
+    int64_t wrong;
 } row_t;
 
 static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
@@ -136,7 +79,7 @@ static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
                     void *out, double *times, row_t *res)
 {
     const size_t es = type_sizes[t];
-    long long wrong = 0;
+    int64_t wrong = 0;
 
     for (int it = 0; it < warmup + iters; it++) {
         double t0, t1;
@@ -157,40 +100,17 @@ static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
     }
     MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
-    if (mean) {
-        double s = 0;
-
-        for (int i = 0; i < iters; i++) {
-            s += times[i];
-        }
-        res->time_us = s / iters;
-    } else {
-        qsort(times, (size_t)iters, sizeof(*times), cmp_double);
-        res->time_us = iters % 2 ? times[iters / 2]
-                                 : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
-    }
+    res->time_us = bt_stat(times, iters, mean);
     res->wrong = -1;
     if (check) {
         char e[8];
 
         for (size_t i = 0; i < count; i++) {
-            store(t, e, 0, expected(op, i, g_size));
+            store(t, e, 0, bt_ar_expected(op, i, g_size));
             wrong += memcmp(e, (char *)out + i * es, es) != 0;
         }
-        MPI_Allreduce(&wrong, &res->wrong, 1, MPI_LONG_LONG, MPI_SUM,
+        MPI_Allreduce(&wrong, &res->wrong, 1, MPI_INT64_T, MPI_SUM,
                       MPI_COMM_WORLD);
-    }
-}
-
-static void print_row(const row_t *r, size_t bytes, double bf)
-{
-    double algbw = r->time_us > 0 ? (double)bytes / (r->time_us * 1e3) : 0;
-
-    if (r->wrong < 0) {
-        printf("  %8.2f  %6.2f  %6.2f  %6s", r->time_us, algbw, algbw * bf, "N/A");
-    } else {
-        printf("  %8.2f  %6.2f  %6.2f  %6lld", r->time_us, algbw, algbw * bf,
-               r->wrong);
     }
 }
 
@@ -201,7 +121,7 @@ int main(int argc, char **argv)
     int iters = 20, warmup = 5, op = 0, ch;
     bool check = true, mean = false;
     type_t t = T_FLOAT;
-    long long wrong_total = 0;
+    int64_t wrong_total = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -211,8 +131,8 @@ int main(int argc, char **argv)
         bool ok = true;
 
         switch (ch) {
-        case 'b': ok = parse_size(optarg, &minb); break;
-        case 'e': ok = parse_size(optarg, &maxb); break;
+        case 'b': ok = bt_parse_size(optarg, &minb); break;
+        case 'e': ok = bt_parse_size(optarg, &maxb); break;
         case 'f': factor = atof(optarg); ok = factor > 1; break;
         case 'n': iters = atoi(optarg); ok = iters > 0; break;
         case 'w': warmup = atoi(optarg); ok = warmup >= 0; break;
@@ -257,12 +177,7 @@ int main(int argc, char **argv)
         printf("# time: %s over iterations of the slowest rank's time, in us\n",
                mean ? "mean" : "median");
         printf("#\n");
-        printf("#                                                      "
-               "  out-of-place                      in-place\n");
-        printf("#        size         count      type   redop    root"
-               "      time   algbw   busbw #wrong      time   algbw   busbw #wrong\n");
-        printf("#         (B)    (elements)                          "
-               "      (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n");
+        bt_print_heads();
     }
     for (double sz = (double)minb; sz <= (double)maxb; sz *= factor) {
         size_t es = type_sizes[t], bytes = (size_t)sz / es * es;
@@ -280,7 +195,7 @@ int main(int argc, char **argv)
         }
         memset(out, 0, bytes);
         for (size_t i = 0; i < count; i++) {
-            store(t, in, i, input(op, i, g_rank, g_size));
+            store(t, in, i, bt_ar_input(op, i, g_rank, g_size));
         }
         for (int ip = 0; ip < 2; ip++) {
             run_row(t, op, count, ip == 1, iters, warmup, check, mean, in, out,
@@ -290,10 +205,9 @@ int main(int argc, char **argv)
             }
         }
         if (g_rank == 0) {
-            printf("%13zu  %12zu  %8s  %6s  %6d", bytes, count, type_names[t],
-                   op_names[op], -1);
-            print_row(&res[0], bytes, bf);
-            print_row(&res[1], bytes, bf);
+            bt_print_row_head(bytes, count, type_names[t], op_names[op], -1);
+            bt_print_result(res[0].time_us, res[0].wrong, bytes, bf);
+            bt_print_result(res[1].time_us, res[1].wrong, bytes, bf);
             printf("\n");
         }
         free(times);
@@ -301,8 +215,7 @@ int main(int argc, char **argv)
         free(out);
     }
     if (g_rank == 0) {
-        printf("# Out of bounds values : %lld %s\n", wrong_total,
-               wrong_total ? "FAILED" : "OK");
+        bt_print_wrong_total(wrong_total);
     }
     MPI_Finalize();
     return wrong_total ? 1 : 0;

@@ -1,0 +1,152 @@
+/*
+ * ringpoint-bench's check: inputs chosen so that every type holds every
+ * result exactly, and the count of output elements whose bits differ from
+ * the expected value.
+ */
+#include "config.h"
+
+#include "bench.h"
+#include "benchtable.h"
+
+#include <string.h>
+
+/* ---- exact inputs and expected values -------------------------------- */
+
+/* float32 -> float16, round to nearest even (normal range, zero, inf). */
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u, sign, mant, half, rest;
+    int exp;
+
+    memcpy(&u, &f, 4);
+    sign = (u >> 16) & 0x8000u;
+    exp = (int)((u >> 23) & 0xff) - 127 + 15;
+    mant = u & 0x7fffffu;
+    if ((u & 0x7fffffffu) == 0 || exp <= 0) {
+        return (uint16_t)sign; /* no subnormals among the values used */
+    }
+    if (exp >= 31) {
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    half = (uint32_t)exp << 10 | (mant >> 13);
+    rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) {
+        half++; /* may carry into the exponent: still correct */
+    }
+    return (uint16_t)(sign | half);
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* Write value @v (an exact small integer for float types; any, wrapping,
+ * for integers) as element @i of @buf. */
+static void store(rp_dtype_t t, void *buf, size_t i, int64_t iv, double fv)
+{
+    char *p = (char *)buf + i * rp_dtype_size(t);
+    uint8_t u8;
+    int32_t i32;
+    uint16_t h;
+    float f;
+
+    switch (t) {
+    case RP_DTYPE_UINT8: u8 = (uint8_t)(uint64_t)iv; memcpy(p, &u8, 1); break;
+    case RP_DTYPE_INT32: i32 = (int32_t)(uint32_t)(uint64_t)iv; memcpy(p, &i32, 4); break;
+    case RP_DTYPE_INT64: memcpy(p, &iv, 8); break;
+    case RP_DTYPE_FLOAT16: h = f32_to_f16((float)fv); memcpy(p, &h, 2); break;
+    case RP_DTYPE_BFLOAT16: h = f32_to_bf16((float)fv); memcpy(p, &h, 2); break;
+    case RP_DTYPE_FLOAT32: f = (float)fv; memcpy(p, &f, 4); break;
+    default: memcpy(p, &fv, 8); break;
+    }
+}
+
+static void store_int(rp_dtype_t t, void *buf, size_t i, int64_t v)
+{
+    store(t, buf, i, v, (double)v);
+}
+
+/* Broadcast and allgather: what rank @r holds at element @i. */
+static int64_t bg_input(size_t i, int r)
+{
+    return (int64_t)((i * 7 + (size_t)r * 31) % 97) + 1;
+}
+
+static size_t count_wrong(rp_dtype_t t, const void *buf, size_t count,
+                          int64_t (*want)(size_t, void *), void *arg)
+{
+    const size_t es = rp_dtype_size(t);
+    const char *p = buf;
+    char exp[8];
+    size_t wrong = 0;
+
+    for (size_t i = 0; i < count; i++) {
+        store_int(t, exp, 0, want(i, arg));
+        wrong += memcmp(exp, p + i * es, es) != 0;
+    }
+    return wrong;
+}
+
+typedef struct want_ar { rp_op_t op; int n; } want_ar_t;
+static int64_t want_ar(size_t i, void *arg)
+{
+    want_ar_t *w = arg;
+    return bt_ar_expected((int)w->op, i, w->n);
+}
+
+typedef struct want_bg { int root; size_t per_rank; } want_bg_t;
+static int64_t want_bcast(size_t i, void *arg)
+{
+    return bg_input(i, ((want_bg_t *)arg)->root);
+}
+static int64_t want_gather(size_t i, void *arg)
+{
+    want_bg_t *w = arg;
+    return bg_input(i % w->per_rank, (int)(i / w->per_rank));
+}
+
+
+void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf,
+                 size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        int64_t v = o->coll == COLL_ALLREDUCE ? bt_ar_input((int)op, i, g_rank,
+                                                        g_size)
+                                              : bg_input(i, g_rank);
+        store_int(t, buf, i, v);
+    }
+}
+
+bool count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                            size_t count, const bufs_t *b, size_t out_bytes,
+                            int64_t *wrong)
+{
+    const void *out = b->out;
+
+    if (o->device) {
+        if (buf_copy(o, b->host_out, b->out, out_bytes) != RP_OK ||
+            buf_sync(o) != RP_OK) {
+            fprintf(stderr, "ringpoint-bench: rank %d: cannot copy the result "
+                    "back from the GPU\n", g_rank);
+            return false;
+        }
+        out = b->host_out;
+    }
+    if (o->coll == COLL_ALLREDUCE) {
+        want_ar_t w = {op, g_size};
+        *wrong = (int64_t)count_wrong(t, out, count, want_ar, &w);
+    } else if (o->coll == COLL_BROADCAST) {
+        want_bg_t w = {o->root, count};
+        *wrong = (int64_t)count_wrong(t, out, count, want_bcast, &w);
+    } else {
+        want_bg_t w = {0, count};
+        *wrong = (int64_t)count_wrong(t, out, count * (size_t)g_size,
+                                      want_gather, &w);
+    }
+    return true;
+}
