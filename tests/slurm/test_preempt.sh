@@ -91,7 +91,10 @@ test_time_limit_without_warning_requeues() {
     wait_done "$jid" 300
     out=$(cat "$RP_WORK/timelimit.out")
     echo "$out"
-    assert_eq "$(restarts "$jid")" 1 "restarts"
+    # Once, usually; on a loaded machine the second run may not finish its
+    # remaining steps within the minute either, and is stopped and requeued
+    # again, as it should be.
+    [ "$(restarts "$jid")" -ge 1 ] || fail "restarts is $(restarts "$jid"), expected at least 1"
     assert_contains "$out" "(SIGTERM): checkpoint committed"
     assert_contains "$out" "resumed from step"
     assert_eq "$(digest_in timelimit)" "$ref" "digest after the time limit"
