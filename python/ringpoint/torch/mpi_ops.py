@@ -334,8 +334,16 @@ def _allreduce_blocking(tensor, output, op, prescale, postscale, what):
 # The common call (a contiguous CPU tensor of a reducible dtype, no scaling)
 # skips the general path's checks, which it passes by construction: at a
 # few bytes the binding's own Python is most of the time (doc/benchmarks.md).
-# Its signature is cached by (dtype, shape, op).
+# Its signature is cached by (dtype, shape, op), and it calls the library
+# through a function object without argtypes, on ctypes objects built once
+# (ctypes' per-argument conversion costs as much as the rest of the call).
 _fast_sigs = {}
+_fast_fn = ctypes.CDLL(_lib.path)["rp_allreduce_group_opts"]
+_fast_fn.restype = ctypes.c_int
+_fast_refs = (ctypes.byref(_one_send), ctypes.byref(_one_recv),
+              ctypes.byref(_one_count), ctypes.c_size_t(1))
+_fast_opts = ctypes.byref(_one_opts)
+_fast_ctx = [None, ctypes.c_void_p()]      # the context, as passed
 
 
 def _fast_allreduce(t, op):
@@ -346,13 +354,14 @@ def _fast_allreduce(t, op):
         if len(_fast_sigs) >= 4096:
             _fast_sigs.clear()
         _fast_sigs[key] = sig
-    ptr = t.data_ptr()
-    _one_send.value = _one_recv.value = ptr
+    ctx = _runtime._ctx
+    if _fast_ctx[0] != ctx:
+        _fast_ctx[0], _fast_ctx[1] = ctx, ctypes.c_void_p(ctx)
+    _one_send.value = _one_recv.value = t.data_ptr()
     _one_count.value = t.numel()
     _one_opts.signature = sig
-    return lib.rp_allreduce_group_opts(_runtime._ctx, *_one_args,
-                                       _REDUCIBLE[t.dtype], op,
-                                       ctypes.byref(_one_opts))
+    return _fast_fn(_fast_ctx[1], *_fast_refs, _REDUCIBLE[t.dtype], op,
+                    _fast_opts)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -363,7 +372,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     if (_runtime._ctx is not None and op in _OPS and average is None and
             process_set is None and prescale_factor == 1.0 and
             postscale_factor == 1.0 and isinstance(tensor, torch.Tensor) and
-            tensor.dtype in _REDUCIBLE and tensor.device.type == "cpu" and
+            tensor.dtype in _REDUCIBLE and tensor.is_cpu and
             tensor.layout is torch.strided and tensor.is_contiguous()):
         status = _fast_allreduce(tensor, op)
         if status == MismatchError.status:
