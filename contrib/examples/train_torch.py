@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A PyTorch training job that survives preemption: ringpoint's PyTorch demo.
 
-A small convolutional network (about 1.2 million parameters) learns a
+A small convolutional network (about 2.4 million parameters) learns a
 deterministic synthetic image data set, data-parallel over the job's ranks:
 
     srun --mpi=pmix -N2 -n3 --ckpt-interval=30s --ckpt-dir=ckpt-%j \\
@@ -53,7 +53,7 @@ class SyntheticImages(torch.utils.data.Dataset):
 
 
 class Net(nn.Module):
-    def __init__(self, width):
+    def __init__(self, width, hidden):
         super().__init__()
         self.c1 = nn.Conv2d(3, width, 3, padding=1)
         self.c2 = nn.Conv2d(width, 2 * width, 3, padding=1)
@@ -61,8 +61,8 @@ class Net(nn.Module):
         # GroupNorm, not BatchNorm: BatchNorm's running statistics differ
         # between ranks, and the model is stored once for all ranks.
         self.norm = nn.GroupNorm(8, 4 * width)
-        self.fc1 = nn.Linear(4 * width * 4 * 4, 256)
-        self.fc2 = nn.Linear(256, 10)
+        self.fc1 = nn.Linear(4 * width * 4 * 4, hidden)
+        self.fc2 = nn.Linear(hidden, 10)
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.c1(x)), 2)
@@ -101,7 +101,8 @@ def main():
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--batch", type=int, default=32, help="per rank")
     p.add_argument("--samples", type=int, default=4096)
-    p.add_argument("--width", type=int, default=32)
+    p.add_argument("--width", type=int, default=32, help="channels of the first convolution")
+    p.add_argument("--hidden", type=int, default=1024, help="width of the hidden dense layer")
     p.add_argument("--lr", type=float, default=0.005, help="for one rank")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--log-every", type=int, default=50)
@@ -129,7 +130,7 @@ def main():
         val, batch_size=64, generator=torch.Generator(),
         sampler=rpt.DistributedSampler(val, shuffle=False))
 
-    model = Net(args.width)
+    model = Net(args.width, args.hidden)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9,
                           weight_decay=1e-4)
     opt = rpt.DistributedOptimizer(opt, named_parameters=model.named_parameters())
