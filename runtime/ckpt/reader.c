@@ -58,7 +58,8 @@
 #define RP_RD_ROUND_MIN (64u << 10)
 /* Longest single read of whole chunks: long requests for the device, and
  * the bytes still in cache for their CRC (here the hypervisor copies
- * O_DIRECT reads through the CPU); 8, 16 and 64 MiB measured alike. */
+ * O_DIRECT reads through the CPU); 8, 16 and 64 MiB measured alike when
+ * the CRCs followed each read on the same thread. */
 #define RP_RD_RUN (16u << 20)
 /* Direct reads need the file offset, length and buffer on this. */
 #define RP_RD_ALIGN 4096u
@@ -290,6 +291,99 @@ static void rp_rd_bad_crc(const rp_rd_t *r, uint32_t j, uint32_t c,
             r->label, file, c, crc, r->m.shards[j].chunk_crc[c]);
 }
 
+/* One read of rp_rd_whole, run by its worker (or inline). */
+typedef struct rp_rd_job {
+    rp_rd_t *r;
+    unsigned char *dst;
+    size_t n;
+    uint64_t poff;
+    int v;
+    uint64_t ns;
+} rp_rd_job_t;
+
+static void rp_rd_job_run(void *arg)
+{
+    rp_rd_job_t *jb = arg;
+    uint64_t t0 = rp__ckpt_now_ns();
+
+    jb->v = rp_rd_pread(jb->r, jb->dst, jb->n, jb->poff);
+    jb->ns = rp__ckpt_now_ns() - t0;
+}
+
+/*
+ * Whole chunks [@a, @b) of shard @j (chunk boundaries, inside the range
+ * that starts at @poff in @dst): read in runs of RP_RD_RUN, a worker
+ * reading run k+1 while this thread checks the CRCs of run k, so the
+ * checks cost no time beside the device. A bad CRC stops the reads (the
+ * worker finishes the one in flight) and makes the verdict bad.
+ */
+static int rp_rd_whole(rp_rd_t *r, uint32_t j, uint64_t a, uint64_t b,
+                       uint64_t poff, unsigned char *dst)
+{
+    const rp__ckpt_shard_info_t *sh = &r->m.shards[j];
+    uint64_t cs = r->m.chunk_size;
+    uint64_t run = RP_RD_RUN / cs * cs > 0 ? RP_RD_RUN / cs * cs : cs;
+    rp__ckpt_worker_t w;
+    rp_rd_job_t job[2];
+    bool piped = b - a > run && rp__ckpt_worker_start(&w);
+    unsigned k = 0;
+    int v = RP_RD_OK;
+
+    job[0].r = job[1].r = r;
+    job[0].dst = dst + (a - poff);
+    job[0].poff = a;
+    job[0].n = (size_t)(b - a < run ? b - a : run);
+    if (piped) {
+        rp__ckpt_worker_post(&w, rp_rd_job_run, &job[0]);
+    } else {
+        rp_rd_job_run(&job[0]);
+    }
+    while (a < b) {
+        uint64_t e = a + job[k].n, t1, x;
+
+        if (piped) {
+            rp__ckpt_worker_wait(&w);
+        }
+        r->read_ns += job[k].ns;
+        if (job[k].v != RP_RD_OK) {
+            v = job[k].v;
+            break;
+        }
+        if (e < b) {
+            job[k ^ 1u].dst = dst + (e - poff);
+            job[k ^ 1u].poff = e;
+            job[k ^ 1u].n = (size_t)(b - e < run ? b - e : run);
+            if (piped) {
+                rp__ckpt_worker_post(&w, rp_rd_job_run, &job[k ^ 1u]);
+            } else {
+                rp_rd_job_run(&job[k ^ 1u]);
+            }
+        }
+        t1 = rp__ckpt_now_ns();
+        for (x = a; x < e; x += cs) {
+            uint64_t y = x + cs < e ? x + cs : e;
+            uint32_t c = (uint32_t)(x / cs);
+            uint32_t crc = rp__crc32c(0, dst + (x - poff), (size_t)(y - x));
+
+            if (crc != sh->chunk_crc[c]) {
+                rp_rd_bad_crc(r, j, c, crc);
+                v = RP_RD_BAD;
+                break;
+            }
+        }
+        r->crc_ns += rp__ckpt_now_ns() - t1;
+        if (v != RP_RD_OK) {
+            break;
+        }
+        a = e;
+        k ^= 1u;
+    }
+    if (piped) {
+        rp__ckpt_worker_stop(&w); /* after a failure: the read in flight */
+    }
+    return v;
+}
+
 static int rp_rd_payload(rp_rd_t *r, uint32_t j, uint64_t poff, uint64_t n,
                          unsigned char *dst)
 {
@@ -312,41 +406,23 @@ static int rp_rd_payload(rp_rd_t *r, uint32_t j, uint64_t poff, uint64_t n,
         uint32_t crc = 0;
 
         if (cstart >= poff && cend <= end) {
-            /* A run of whole chunks inside the range: one read of up to
-             * RP_RD_RUN (the device sees long requests, as the raw reader
-             * does), then each chunk's CRC, before anything else reads
-             * these bytes. */
-            uint64_t rend = cend;
-            uint32_t c2;
+            /* Whole chunks inside the range from here on: read in place,
+             * in long requests, CRCs checked behind the reads. */
+            uint64_t span = cend;
 
-            while (rend < end && rend < sh->length &&
-                   rend - cstart + cs <= RP_RD_RUN &&
-                   (rend + cs < sh->length ? rend + cs : sh->length) <= end) {
-                rend = rend + cs < sh->length ? rend + cs : sh->length;
-            }
-            {
-                uint64_t t0 = rp__ckpt_now_ns(), t1;
+            while (span < end && span < sh->length) {
+                uint64_t nx = span + cs < sh->length ? span + cs : sh->length;
 
-                v = rp_rd_pread(r, dst + (cstart - poff),
-                                (size_t)(rend - cstart), cstart);
-                if (v != RP_RD_OK) {
-                    return v;
+                if (nx > end) {
+                    break;
                 }
-                t1 = rp__ckpt_now_ns();
-                r->read_ns += t1 - t0;
-                for (c2 = c; (uint64_t)c2 * cs < rend; c2++) {
-                    uint64_t a = (uint64_t)c2 * cs;
-                    uint64_t b = a + cs < rend ? a + cs : rend;
-
-                    crc = rp__crc32c(0, dst + (a - poff), (size_t)(b - a));
-                    if (crc != sh->chunk_crc[c2]) {
-                        rp_rd_bad_crc(r, j, c2, crc);
-                        return RP_RD_BAD;
-                    }
-                }
-                r->crc_ns += rp__ckpt_now_ns() - t1;
+                span = nx;
             }
-            c = c2 - 1;
+            v = rp_rd_whole(r, j, cstart, span, poff, dst);
+            if (v != RP_RD_OK) {
+                return v;
+            }
+            c = (uint32_t)((span + cs - 1) / cs) - 1;
             continue;
         }
 

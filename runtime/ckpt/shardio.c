@@ -224,124 +224,101 @@ static int rp_sio_open(int cfd, const char *name, bool *direct)
     return fd;
 }
 
-/*
- * Double buffering for the cursor path (sync checkpoints): a helper
- * thread writes one bounce buffer while the caller's thread copies and
- * checksums the next, so the copy costs nothing as long as it is faster
- * than the device. One write in flight at a time, in file order.
- */
-typedef struct rp_sio_pipe {
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int fd;
-    bool *direct;     /* the helper's while it runs */
-    const char *what;
-    const void *buf;  /* the write posted */
-    size_t len;
-    uint64_t off;
-    bool busy;        /* posted and not finished */
-    bool quit;
-    rp_status_t rc;   /* the first failure */
-    uint64_t ns;      /* time in pwrite */
-} rp_sio_pipe_t;
-
-static void *rp_sio_pipe_main(void *arg)
+static void *rp_worker_main(void *arg)
 {
-    rp_sio_pipe_t *p = arg;
+    rp__ckpt_worker_t *w = arg;
 
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&w->mu);
     for (;;) {
-        uint64_t t0;
-        rp_status_t rc;
-
-        while (!p->quit && !p->busy) {
-            pthread_cond_wait(&p->cv, &p->mu);
+        while (!w->quit && !w->busy) {
+            pthread_cond_wait(&w->cv, &w->mu);
         }
-        if (!p->busy) {
-            break;
+        if (!w->busy) {
+            break; /* quit, nothing posted */
         }
-        pthread_mutex_unlock(&p->mu);
-        t0 = rp__ckpt_now_ns();
-        rc = rp_sio_pwrite(p->fd, p->direct, p->buf, p->len, p->off,
-                           p->what);
-        pthread_mutex_lock(&p->mu);
-        p->ns += rp__ckpt_now_ns() - t0;
-        if (p->rc == RP_OK) {
-            p->rc = rc;
-        }
-        p->busy = false;
-        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&w->mu);
+        w->fn(w->arg);
+        pthread_mutex_lock(&w->mu);
+        w->busy = false;
+        pthread_cond_broadcast(&w->cv);
     }
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-static bool rp_sio_pipe_start(rp_sio_pipe_t *p, int fd, bool *direct,
-                              const char *what)
+bool rp__ckpt_worker_start(rp__ckpt_worker_t *w)
 {
-    memset(p, 0, sizeof(*p));
-    p->fd = fd;
-    p->direct = direct;
-    p->what = what;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    if (pthread_create(&p->th, NULL, rp_sio_pipe_main, p) != 0) {
-        pthread_cond_destroy(&p->cv);
-        pthread_mutex_destroy(&p->mu);
-        return false; /* the caller writes without overlap */
+    memset(w, 0, sizeof(*w));
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->th, NULL, rp_worker_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        return false;
     }
     return true;
 }
 
-/* Wait for the write in flight; the first failure of any. */
-static rp_status_t rp_sio_pipe_wait(rp_sio_pipe_t *p)
+void rp__ckpt_worker_wait(rp__ckpt_worker_t *w)
 {
-    rp_status_t rc;
-
-    pthread_mutex_lock(&p->mu);
-    while (p->busy) {
-        pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_lock(&w->mu);
+    while (w->busy) {
+        pthread_cond_wait(&w->cv, &w->mu);
     }
-    rc = p->rc;
-    pthread_mutex_unlock(&p->mu);
-    return rc;
+    pthread_mutex_unlock(&w->mu);
 }
 
-/* Post a write once the one in flight is done (its buffer is then free
- * for the next fill). */
-static rp_status_t rp_sio_pipe_post(rp_sio_pipe_t *p, const void *buf,
-                                    size_t len, uint64_t off)
+void rp__ckpt_worker_post(rp__ckpt_worker_t *w, void (*fn)(void *),
+                          void *arg)
 {
-    rp_status_t rc = rp_sio_pipe_wait(p);
-
-    if (rc != RP_OK) {
-        return rc;
-    }
-    pthread_mutex_lock(&p->mu);
-    p->buf = buf;
-    p->len = len;
-    p->off = off;
-    p->busy = true;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    return RP_OK;
+    rp__ckpt_worker_wait(w);
+    pthread_mutex_lock(&w->mu);
+    w->fn = fn;
+    w->arg = arg;
+    w->busy = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
-/* Wait, stop the helper; returns the pipe's status. */
-static rp_status_t rp_sio_pipe_stop(rp_sio_pipe_t *p, uint64_t *ns_p)
+void rp__ckpt_worker_stop(rp__ckpt_worker_t *w)
 {
-    rp_status_t rc = rp_sio_pipe_wait(p);
+    rp__ckpt_worker_wait(w);
+    pthread_mutex_lock(&w->mu);
+    w->quit = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}
 
-    pthread_mutex_lock(&p->mu);
-    p->quit = true;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->th, NULL);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
-    *ns_p = p->ns;
-    return rc;
+/* One write of the double-buffered cursor path (sync checkpoints): a
+ * worker writes bounce buffer k while the caller's thread copies and
+ * checksums buffer k+1, so the copy costs nothing as long as it is faster
+ * than the device. One write in flight at a time, in file order; the
+ * caller reads @rc and @ns only after waiting for the worker. */
+typedef struct rp_sio_job {
+    int fd;
+    bool *direct;     /* the worker's while a write runs */
+    const char *what;
+    const void *buf;
+    size_t len;
+    uint64_t off;
+    rp_status_t rc;   /* the first failure */
+    uint64_t ns;      /* time in pwrite */
+} rp_sio_job_t;
+
+static void rp_sio_job_run(void *arg)
+{
+    rp_sio_job_t *j = arg;
+    uint64_t t0 = rp__ckpt_now_ns();
+    rp_status_t rc = rp_sio_pwrite(j->fd, j->direct, j->buf, j->len, j->off,
+                                   j->what);
+
+    j->ns += rp__ckpt_now_ns() - t0;
+    if (j->rc == RP_OK) {
+        j->rc = rc;
+    }
 }
 
 static rp_status_t rp_sio_fault(rp__ckpt_fault_t fault, const char *what)
@@ -369,7 +346,8 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
     bool two = cur != NULL && len > RP_SIO_BOUNCE, piped = false;
     bool direct;
     unsigned k = 0;
-    rp_sio_pipe_t pipe;
+    rp__ckpt_worker_t worker;
+    rp_sio_job_t job;
     int fd;
     rp_status_t rc;
 
@@ -398,7 +376,11 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
         stats->direct = direct;
     }
     if (rc == RP_OK && two) {
-        piped = rp_sio_pipe_start(&pipe, fd, &direct, what);
+        memset(&job, 0, sizeof(job));
+        job.fd = fd;
+        job.direct = &direct;
+        job.what = what;
+        piped = rp__ckpt_worker_start(&worker);
     }
     while (rc == RP_OK && pos < len) {
         const void *src;
@@ -406,7 +388,10 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
 
         if (fault != RP_CKPT_FAULT_NONE && pos >= half) {
             /* The first half is written (or being written) first. */
-            rc = piped ? rp_sio_pipe_wait(&pipe) : RP_OK;
+            if (piped) {
+                rp__ckpt_worker_wait(&worker);
+                rc = job.rc;
+            }
             if (rc == RP_OK) {
                 rc = rp_sio_fault(fault, what);
             }
@@ -443,8 +428,16 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
             src = (const unsigned char *)buf + pos;
         }
         if (piped) {
-            rc = rp_sio_pipe_post(&pipe, src, n,
-                                  RP_CKPT_SHARD_HEADER_SIZE + pos);
+            /* The write before this one is done (and its buffer free)
+             * once the worker is idle. */
+            rp__ckpt_worker_wait(&worker);
+            rc = job.rc;
+            if (rc == RP_OK) {
+                job.buf = src;
+                job.len = n;
+                job.off = RP_CKPT_SHARD_HEADER_SIZE + pos;
+                rp__ckpt_worker_post(&worker, rp_sio_job_run, &job);
+            }
             k ^= 1u;
         } else {
             t1 = rp__ckpt_now_ns();
@@ -457,9 +450,9 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
     if (piped) {
         /* Every path out of the loop joins the helper before the file is
          * synced or closed under it. */
-        rp_status_t prc = rp_sio_pipe_stop(&pipe, &pwrite_ns);
-
-        rc = rc != RP_OK ? rc : prc;
+        rp__ckpt_worker_stop(&worker);
+        pwrite_ns = job.ns;
+        rc = rc != RP_OK ? rc : job.rc;
     }
     if (rc == RP_OK && fault != RP_CKPT_FAULT_NONE) {
         rc = rp_sio_fault(fault, what); /* empty payload */

@@ -15,6 +15,7 @@
 #ifndef RP_CKPT_SHARDIO_H
 #define RP_CKPT_SHARDIO_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,6 +113,30 @@ rp_status_t rp__ckpt_manifest_write_at(int cfd, const char *label,
 rp_status_t rp__ckpt_commit_at(int dfd, const char *dir, int *cfd_p,
                                const char *inflight, const char *committed,
                                bool *renamed_p);
+
+/* A helper thread that runs one job at a time, in the order posted: the
+ * double buffering of sync shard writes (shardio.c) and of restore reads
+ * (reader.c). A job's results live in its @arg; read them after
+ * rp__ckpt_worker_wait. */
+typedef struct rp__ckpt_worker {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    void (*fn)(void *);
+    void *arg;
+    bool busy; /* posted and not finished */
+    bool quit;
+} rp__ckpt_worker_t;
+
+/* False when no thread could be made: the caller does the work itself. */
+bool rp__ckpt_worker_start(rp__ckpt_worker_t *w);
+/* Run @fn(@arg) on the worker, after the job in flight (waited for). */
+void rp__ckpt_worker_post(rp__ckpt_worker_t *w, void (*fn)(void *),
+                          void *arg);
+/* Wait until the job in flight, if any, is done. */
+void rp__ckpt_worker_wait(rp__ckpt_worker_t *w);
+/* Wait, then end the thread. */
+void rp__ckpt_worker_stop(rp__ckpt_worker_t *w);
 
 /* Aligned allocation helpers for I/O buffers (4 KiB aligned, so O_DIRECT
  * can use them). rp__ckpt_io_alloc touches every page once so the first

@@ -302,9 +302,12 @@ static void rp_b_phases(rp_context_h ctx, int rank, const rp__ckpt_stats_t *st,
     v[RP_B_RD_CRC] = rp_b_ms(st->rd_crc_ns);
     v[RP_B_RD_GATHER] = rp_b_ms(st->rd_gather_ns);
     v[RP_B_RD_SCATTER] = rp_b_ms(st->rd_scatter_ns);
-    v[RP_B_RD_OTHER] = rp_b_ms(st->restore_ns - st->rd_read_ns -
-                               st->rd_crc_ns - st->rd_gather_ns -
-                               st->rd_scatter_ns - st->rd_wait_ns);
+    /* The reads and the CRC checks overlap (a worker reads ahead), so
+     * the rest is what the total leaves, when it leaves anything. */
+    v[RP_B_RD_OTHER] = rp_b_ms(st->restore_ns) - rp_b_ms(st->rd_read_ns) -
+                       rp_b_ms(st->rd_crc_ns) - rp_b_ms(st->rd_gather_ns) -
+                       rp_b_ms(st->rd_scatter_ns) - rp_b_ms(st->rd_wait_ns);
+    v[RP_B_RD_OTHER] = v[RP_B_RD_OTHER] > 0 ? v[RP_B_RD_OTHER] : 0;
     (void)rp_allreduce(ctx, v, v, RP_B_NPHASES, RP_DTYPE_FLOAT64, RP_OP_MAX);
     /* Only rank 0 writes the manifest and renames. */
     r0[0] = rank == 0 ? rp_b_ms(st->manifest_ns) : 0;

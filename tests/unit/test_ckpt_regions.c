@@ -471,6 +471,55 @@ static void test_restore_step_exact(void **state)
     stop(&f);
 }
 
+/* A state bigger than one restore read (RP_RD_RUN, 16 MiB): the reads
+ * go through the worker that reads ahead while the CRCs are checked, in
+ * both modes; a bad chunk far into the shard (a read in flight when it is
+ * found) is RP_ERR_CORRUPT with the memory untouched, and the one before
+ * still restores. */
+static void test_restore_large_state(void **state)
+{
+    enum { N = (40 << 20) + 123 };
+    unsigned char *a = malloc(N), *w1 = malloc(N), *w2 = malloc(N);
+    unsigned char *before = malloc(N);
+    rp_restore_info_t info;
+    int async;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(w1);
+    assert_non_null(w2);
+    assert_non_null(before);
+    for (async = 0; async < 2; async++) {
+        fixture_t f;
+
+        start(&f, async);
+        fill(a, N, 11);
+        memcpy(w1, a, N);
+        assert_int_equal(rp_region_register(f.ctx, "a", a, N, RP_REGION_REPLICATED), RP_OK);
+        assert_int_equal(rp_checkpoint(f.ctx, 1), RP_OK);
+        fill(a, N, 12);
+        memcpy(w2, a, N);
+        assert_int_equal(rp_checkpoint(f.ctx, 2), RP_OK);
+        fill(a, N, 13);
+        assert_int_equal(rp_restore(f.ctx, NULL, 0, &info), RP_OK);
+        assert_int_equal(info.step, 2);
+        assert_memory_equal(a, w2, N);
+        corrupt(&f, 2, (off_t)35 << 20);
+        fill(a, N, 14);
+        memcpy(before, a, N);
+        assert_int_equal(rp_restore_step(f.ctx, 2, NULL, 0, &info), RP_ERR_CORRUPT);
+        assert_memory_equal(a, before, N);
+        assert_int_equal(rp_restore(f.ctx, NULL, 0, &info), RP_OK);
+        assert_int_equal(info.step, 1);
+        assert_memory_equal(a, w1, N);
+        stop(&f);
+    }
+    free(a);
+    free(w1);
+    free(w2);
+    free(before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_async_change_in_flight),
         cmocka_unit_test(test_find_walks_back),
         cmocka_unit_test(test_restore_step_exact),
+        cmocka_unit_test(test_restore_large_state),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
