@@ -30,6 +30,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/allreduce_rd.c \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
+	runtime/coll/ring.h \
 	runtime/coll/barrier.c \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \

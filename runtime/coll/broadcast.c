@@ -1,82 +1,70 @@
 /*
- * Broadcast: a pipelined chain from the root round the ring. Every rank
- * forwards each segment as soon as it lands, so for large buffers the time
- * approaches one buffer's transfer whatever the number of ranks.
+ * Broadcast: a pipelined chain from the root round the ring (ring.h with
+ * one block). Every rank forwards each segment as soon as it lands, so for
+ * large buffers the time approaches one buffer's transfer whatever the
+ * number of ranks.
  */
 #include "config.h"
 
 #include "coll/chunk.h"
 #include "coll/comm.h"
+#include "coll/ring.h"
+
+typedef struct rp_bcast {
+    char *data;
+    bool last; /* the chain ends here: nothing to forward */
+} rp_bcast_t;
+
+/* The root's sends, every rank's receives: the buffer itself. */
+static void *rp_bcast_seg(void *arg, const rp__ring_unit_t *u,
+                          size_t *bytes_p)
+{
+    rp_bcast_t *b = arg;
+
+    *bytes_p = u->len;
+    return b->data + u->off;
+}
+
+static const void *rp_bcast_own(void *arg, const rp__ring_unit_t *u,
+                                size_t *bytes_p)
+{
+    return rp_bcast_seg(arg, u, bytes_p);
+}
+
+static void *rp_bcast_dest(void *arg, const rp__ring_unit_t *u, size_t idx,
+                           size_t *bytes_p)
+{
+    (void)idx;
+    return rp_bcast_seg(arg, u, bytes_p);
+}
+
+static const void *rp_bcast_step(void *arg, const rp__ring_unit_t *u,
+                                 void *buf, size_t *bytes_p)
+{
+    rp_bcast_t *b = arg;
+
+    *bytes_p = u->len;
+    return b->last ? NULL : buf;
+}
+
+static const rp__ring_ops_t rp_bcast_ops = {
+    .own = rp_bcast_own,
+    .dest = rp_bcast_dest,
+    .step = rp_bcast_step,
+};
 
 rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
 {
     const int n = c->size, v = rp__mod(c->rank - root, n);
-    const int prev = rp__mod(c->rank - 1, n), next = rp__mod(c->rank + 1, n);
-    const bool last = v == n - 1;
-    const size_t seg = c->seg_bytes, nseg = rp__seg_count(bytes, seg);
-    rp_treq_t *reqs, *sends, *recvs;
+    rp_bcast_t b = {.data = buf, .last = v == n - 1};
+    rp__ring_t ring = {.r = 0, .nblocks = 1, .nsteps = v == 0 ? 0 : 1,
+                       .count = bytes, .seg = c->seg_bytes,
+                       .send_own = v == 0};
     rp_status_t status;
-    size_t posted = 0;
-    char *data = buf;
 
     status = rp__comm_begin(c, "broadcast");
     if (status != RP_OK || n == 1 || bytes == 0) {
         return status;
     }
-    status = rp__comm_reqs(c, 2 * nseg, &reqs);
-    if (status != RP_OK) {
-        return status;
-    }
-    sends = reqs;
-    recvs = reqs + nseg;
-
-#define RP_SEG_LEN(j) ((j) == nseg - 1 ? bytes - (j) * seg : seg)
-    if (v == 0) {
-        for (size_t j = 0; j < nseg; j++) {
-            status = rp__comm_isend(c, next, j, data + j * seg, RP_SEG_LEN(j),
-                                    &sends[j]);
-            if (status != RP_OK) {
-                goto err_abandon;
-            }
-        }
-    } else {
-        for (; posted < nseg && posted < (size_t)c->window; posted++) {
-            status = rp__comm_irecv(c, prev, posted, data + posted * seg,
-                                    RP_SEG_LEN(posted), &recvs[posted]);
-            if (status != RP_OK) {
-                goto err_abandon;
-            }
-        }
-        for (size_t j = 0; j < nseg; j++) {
-            status = rp__comm_wait(c, &recvs[j]);
-            if (status != RP_OK) {
-                goto err_abandon;
-            }
-            if (posted < nseg) {
-                status = rp__comm_irecv(c, prev, posted, data + posted * seg,
-                                        RP_SEG_LEN(posted), &recvs[posted]);
-                if (status != RP_OK) {
-                    goto err_abandon;
-                }
-                posted++;
-            }
-            if (!last) {
-                status = rp__comm_isend(c, next, j, data + j * seg,
-                                        RP_SEG_LEN(j), &sends[j]);
-                if (status != RP_OK) {
-                    goto err_abandon;
-                }
-            }
-        }
-    }
-#undef RP_SEG_LEN
-    status = rp__comm_wait_all(c, sends, nseg);
-    if (status != RP_OK) {
-        goto err_abandon;
-    }
-    return RP_OK;
-
-err_abandon:
-    rp__comm_abandon(c);
-    return status;
+    return rp__ring_run(c, &ring, &rp_bcast_ops, &b);
 }
