@@ -8,7 +8,8 @@ runtime_libringpoint_util_la_SOURCES = \
 	runtime/util/log.c runtime/util/log.h \
 	runtime/util/parse.c runtime/util/parse.h \
 	runtime/util/status.c \
-	runtime/util/str.c runtime/util/str.h
+	runtime/util/str.c runtime/util/str.h \
+	runtime/util/step_marker.h
 
 # Everything of the runtime as a convenience library, so unit tests can
 # link internals that the shared library hides.
@@ -17,6 +18,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/context.c runtime/core/context.h \
 	runtime/core/peer.c runtime/core/peer.h \
 	runtime/core/settings.c runtime/core/settings.h \
+	runtime/core/step_marker.h \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
 	runtime/bootstrap/single.c \
 	runtime/signal/signal.c runtime/signal/signal.h \

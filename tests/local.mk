@@ -122,6 +122,11 @@ EXTRA_DIST += tests/tools/test_manpages.sh
 TESTS += tests/tools/test_gpu_device.sh
 EXTRA_DIST += tests/tools/test_gpu_device.sh
 
+# The layering of doc/architecture.md: includes no folder may make, and
+# what the library and the plugin may link (TAP).
+TESTS += tests/tools/test_layers.sh
+EXTRA_DIST += tests/tools/test_layers.sh
+
 # cmocka writes TAP when asked; the harness counts its results.
 AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
 	RP_CKPT_TOOL=$(abs_top_builddir)/runtime/tools/ringpoint-ckpt; \
@@ -129,7 +134,10 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 	export RP_CKPT_TOOL RP_CKPT_FIXTURE; \
 	RP_GPU_CHECK=$(abs_top_builddir)/tests/slurm/ringpoint-gpu-check; \
 	RP_GPU_MODULE=$(abs_top_builddir)/runtime/nccl/.libs/ringpoint-nccl.so; \
-	export RP_GPU_CHECK RP_GPU_MODULE;
+	export RP_GPU_CHECK RP_GPU_MODULE; \
+	RP_LIBRINGPOINT=$(abs_top_builddir)/runtime/.libs/libringpoint.so; \
+	RP_PLUGIN=$(abs_top_builddir)/spank/.libs/ringpoint.so; \
+	export RP_LIBRINGPOINT RP_PLUGIN;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.sh \

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The lines of doc/architecture.md that must not be crossed, checked on the
+# sources' #include lines (and, when make check names the built objects,
+# on what they link). Prints TAP. Run by make check; by hand, from the
+# source tree: tests/tools/test_layers.sh
+set -u
+top=${srcdir:-$(dirname "$0")/../..}
+cd "$top" || exit 1
+n=0
+failed=0
+
+# check NAME BAD: BAD holds the offending lines; none is a pass. (Given as
+# an argument, not piped in: the counters must change in this shell.)
+check() {
+    local name=$1 bad=$2
+    n=$((n + 1))
+    if [ -z "$bad" ]; then
+        echo "ok $n - $name"
+    else
+        echo "not ok $n - $name"
+        echo "$bad" | sed 's/^/# /'
+        failed=1
+    fi
+}
+
+# includes DIR...: "file:line:#include ..." for every C source under DIR.
+includes() {
+    find "$@" \( -name '*.c' -o -name '*.h' \) -print0 2>/dev/null |
+        xargs -0 -r grep -Hn '^[[:space:]]*#[[:space:]]*include' || true
+}
+
+# needed LIB: the shared objects LIB links, one a line.
+needed() {
+    objdump -p "$1" 2>/dev/null | awk '$1 == "NEEDED" { print $2 }'
+}
+
+# The plugin is loaded by srun, sbatch and slurmstepd: it shares only the
+# dependency-free util/ with the runtime (and the public headers), so that
+# it never pulls in PMIx, UCX or CUDA.
+check "spank/ includes nothing of runtime/ but util/" "$(includes spank |
+    grep -v -E '#[[:space:]]*include[[:space:]]*("(spank|util|ringpoint)/[^"]*"|"config\.h"|<)')"
+check "spank/ includes no PMIx, UCX or CUDA header" "$(includes spank |
+    grep -E '<(pmix|ucp/|ucs/|uct/|cuda|nccl)')"
+
+# Collectives choose a backend through coll/backend.h's table and reach the
+# wire through transport/transport.h: never the GPU path's or the NCCL
+# module's internals, never UCX itself.
+check "runtime/coll/ includes no gpu/, nccl/, UCX or CUDA header" "$(includes runtime/coll |
+    grep -E '"(gpu|nccl)/|<(ucp/|ucs/|uct/|cuda|nccl)')"
+
+# Dispatch is one-way: the GPU path and the NCCL module run host
+# collectives through the host backend's table, never through the public
+# entry points (which would dispatch back into them).
+check "runtime/gpu/ and runtime/nccl/ call no public collective" "$(find runtime/gpu runtime/nccl -name '*.c' -print0 |
+    xargs -0 -r grep -Hn -E '\brp_i?(allreduce|broadcast|allgather|barrier)(_group)?(_opts)?[[:space:]]*\(')"
+
+# libringpoint never links CUDA or NCCL: only the loadable module includes
+# their headers.
+check "only runtime/nccl/ includes CUDA or NCCL headers" "$(includes runtime spank contrib tests python include |
+    grep -E '<(cuda|nccl)[a-z_]*\.h>' | grep -v '^runtime/nccl/')"
+
+# UCX and PMIx each behind their one entry of a table.
+check "only runtime/transport/ucx.c includes UCX headers" "$(includes runtime spank contrib include |
+    grep -E '<(ucp|ucs|uct)/' | grep -v '^runtime/transport/ucx\.c:')"
+check "only runtime/bootstrap/pmix.c includes PMIx headers" "$(includes runtime spank contrib include |
+    grep -E '<pmix' | grep -v '^runtime/bootstrap/pmix\.c:')"
+
+# The same lines on the built objects, when make check names them.
+# links NAME LIB PATTERN: LIB (if built) links no library matching PATTERN.
+links() {
+    if command -v objdump >/dev/null && [ -f "$2" ]; then
+        check "$1" "$(needed "$2" | grep -E "$3")"
+    else
+        n=$((n + 1))
+        echo "ok $n # SKIP $1: not built here (or no objdump)"
+    fi
+}
+links "libringpoint links no CUDA or NCCL" "${RP_LIBRINGPOINT:-}" \
+    'libcuda|libnccl'
+links "the plugin links no PMIx, UCX, CUDA or libringpoint" "${RP_PLUGIN:-}" \
+    'libpmix|libucp|libucs|libcuda|libnccl|libringpoint'
+
+echo "1..$n"
+exit $failed
