@@ -18,7 +18,6 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/context.c runtime/core/context.h \
 	runtime/core/peer.c runtime/core/peer.h \
 	runtime/core/settings.c runtime/core/settings.h \
-	runtime/core/step_marker.h \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
 	runtime/bootstrap/single.c \
 	runtime/signal/signal.c runtime/signal/signal.h \

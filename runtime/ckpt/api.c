@@ -10,7 +10,7 @@
 #include "ringpoint/ckpt.h"
 #include "ckpt/engine.h"
 #include "core/context.h"
-#include "core/step_marker.h"
+#include "util/step_marker.h"
 #include "util/log.h"
 
 /* The public table descriptions are bound by layout (ctypes): keep them. */
@@ -174,7 +174,7 @@ rp_status_t rp_step(rp_context_h ctx, uint64_t step, rp_step_result_t *result)
     }
     rc = rp__ckpt_step(e, step, r);
     /* The plugin requeues a job that exits RP_EXIT_STOPPED only after a
-     * stop that got this far (core/step_marker.h). */
+     * stop that got this far (util/step_marker.h). */
     if (rc == RP_OK && r->stop && !marked) {
         marked = 1;
         rp__step_marker_stop();
