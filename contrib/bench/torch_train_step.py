@@ -139,7 +139,7 @@ def main():
         spread = max(spread, float((mine - ref).abs().max()))
 
     if rank == 0:
-        desc = (f"CNN (3x32x32 in)" if a.model == "cnn" else
+        desc = ("CNN (3x32x32 in)" if a.model == "cnn" else
                 f"MLP {a.inputs}-{'-'.join([str(a.width)] * a.layers)}-10")
         print(f"# torch_train_step.py: torch {torch.__version__}, {size} ranks, "
               f"{desc}, {nparams} parameters ({nparams * 4 / 2**20:.1f} MiB "

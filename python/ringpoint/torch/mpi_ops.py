@@ -17,7 +17,7 @@ import torch
 
 from ringpoint import _coll, _dtypes as D, _lib, _runtime
 from ringpoint._errors import (Error, InvalidArgumentError, MismatchError,
-                               NotSupportedError, StateError, check)
+                               NotSupportedError, check)
 from ringpoint._runtime import context_handle, rank, size
 from ringpoint.torch.compression import Compression
 
