@@ -60,7 +60,9 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/devstage.c runtime/ckpt/devstage.h \
 	runtime/ckpt/commit.c \
 	runtime/ckpt/async.c \
-	runtime/ckpt/reader.c \
+	runtime/ckpt/reader.c runtime/ckpt/reader.h \
+	runtime/ckpt/reader_plan.c runtime/ckpt/reader_shard.c \
+	runtime/ckpt/reader_find.c \
 	runtime/ckpt/api.c
 runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"'
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -7,7 +7,8 @@
  *   engine.c   the safe point: the collective decision, the state machine
  *   commit.c   two-phase commit: begin (in-flight dir), write, finish
  *   async.c    staging buffers and the background writer thread
- *   reader.c   restore on any world size, with fall-back on bad CRCs
+ *   reader*.c  restore on any world size, with fall-back on bad CRCs
+ *              (reader.h says which file does what)
  *   api.c      the public functions (argument checks)
  *
  * Threads: only the application's thread runs collectives. The writer
@@ -238,7 +239,7 @@ bool rp__ckpt_async_done(rp__ckpt_engine_t *e);
 void rp__ckpt_async_wait(rp__ckpt_engine_t *e);
 void rp__ckpt_async_stop(rp__ckpt_engine_t *e);
 
-/* reader.c */
+/* reader.c, reader_find.c */
 /* Restore the newest complete checkpoint that reads well on every rank,
  * falling back to older ones; with @exact, only the checkpoint of @step
  * (RP_ERR_NOT_FOUND: not a complete checkpoint; RP_ERR_CORRUPT: unusable
