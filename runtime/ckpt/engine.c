@@ -210,7 +210,10 @@ static rp_status_t rp_eng_take(rp__ckpt_engine_t *e, uint64_t step, bool wait,
         /* Device regions first, into pinned staging; a failure (a GPU
          * that did not drain in time) fails this checkpoint everywhere
          * through the agreement, like a failed write. */
+        uint64_t s0 = rp__ckpt_now_ns();
         rp_status_t d = rp__ckpt_devstage_out(e);
+
+        e->stats.stage_ns = rp__ckpt_now_ns() - s0;
 
         if (d != RP_OK && e->pend.write_status == RP_OK) {
             e->pend.write_status = d;

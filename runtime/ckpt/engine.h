@@ -70,7 +70,11 @@ typedef struct rp__ckpt_pending {
     int cfd;                  /* the in-flight directory, every rank */
     uint64_t stripe_off, stripe_len, payload_len;
     uint32_t nchunks;
-    uint32_t *crcs;           /* this rank's chunk CRCs */
+    /* The agreement buffer: per rank an ok flag, a chunk count and maxn
+     * CRC slots (commit.c); this rank's CRCs are written into its slot. */
+    int32_t *agree;
+    uint32_t maxn;
+    uint32_t *crcs;           /* this rank's chunk CRCs, inside @agree */
     rp_status_t write_status; /* this rank's shard write */
     rp__ckpt_write_stats_t wstats;
     uint64_t t_begin_ns;
@@ -91,6 +95,7 @@ typedef struct rp__ckpt_stats {
     /* Phases, this rank, last checkpoint / restore (ringpoint-ckpt bench
      * prints them beside the raw device figures): */
     uint64_t snap_ns;         /* async: snapshot copy + CRC into staging */
+    uint64_t stage_ns;        /* device regions: GPU -> pinned staging */
     uint64_t fill_ns;         /* sync: copy + CRC into the bounce buffers */
     uint64_t pwrite_ns;       /* time in pwrite of the payload */
     uint64_t fsync_ns;        /* the shard's fsync */
@@ -98,6 +103,8 @@ typedef struct rp__ckpt_stats {
                                  rank's write included */
     uint64_t manifest_ns;     /* commit, rank 0: manifest write + fsync */
     uint64_t rename_ns;       /* commit, rank 0: dir fsync, rename, fsync */
+    uint64_t outcome_ns;      /* commit: the collective with rank 0's
+                                 result */
     uint64_t begin_ns;        /* begin: rank 0's mkdir, the broadcast */
     uint64_t prune_ns;        /* rank 0: retention after the commit (on a
                                  helper thread, off the stall) */
