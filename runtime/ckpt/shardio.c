@@ -495,39 +495,36 @@ rp_status_t rp__ckpt_manifest_write_at(int cfd, const char *label,
     int fd;
     rp_status_t rc;
 
-    snprintf(what, sizeof(what), "%s/%s", label, RP_CKPT_MANIFEST_TMP_NAME);
+    snprintf(what, sizeof(what), "%s/%s", label, RP_CKPT_MANIFEST_NAME);
     rc = rp__ckpt_manifest_encode(m, &text, &len, err, sizeof(err));
     if (rc != RP_OK) {
         rp_error("%s: cannot encode manifest: %s", label, err);
         return rc;
     }
-    fd = openat(cfd, RP_CKPT_MANIFEST_TMP_NAME, RP_SIO_FILE_FLAGS, 0666);
+    /* Written in place, not as a temporary file renamed over: the
+     * directory is still in flight, and nothing reads a manifest there
+     * (only committed names are candidates), so a torn MANIFEST can only
+     * be seen in a directory that the next start removes. The rename
+     * would be one more journalled step on the commit's critical path.
+     * One write of the encoded text, then fdatasync: the data and the
+     * size, which is what reading it back needs; the name is made
+     * durable by the directory fsync of the commit. */
+    fd = openat(cfd, RP_CKPT_MANIFEST_NAME, RP_SIO_FILE_FLAGS, 0666);
     if (fd < 0) {
         rp_error("create %s: %s", what, strerror(errno));
         rc = RP_ERR_IO;
         goto err_text;
     }
     rc = rp__ckpt_write_full(fd, text, len, what);
-    if (rc == RP_OK) {
-        rc = rp__ckpt_fsync(fd, what);
+    if (rc == RP_OK && fdatasync(fd) != 0) {
+        rp_error("fdatasync %s: %s", what, strerror(errno));
+        rc = RP_ERR_IO;
     }
     if (rc != RP_OK) {
         (void)rp__ckpt_close(&fd, what);
         goto err_text;
     }
     rc = rp__ckpt_close(&fd, what);
-    if (rc != RP_OK) {
-        goto err_text;
-    }
-    if (renameat(cfd, RP_CKPT_MANIFEST_TMP_NAME, cfd,
-                 RP_CKPT_MANIFEST_NAME) != 0) {
-        rp_error("rename %s to %s: %s", what, RP_CKPT_MANIFEST_NAME,
-                 strerror(errno));
-        rc = RP_ERR_IO;
-        goto err_text;
-    }
-    free(text);
-    return RP_OK;
 
 err_text:
     free(text);
