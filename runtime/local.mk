@@ -48,10 +48,14 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/reduce/kernels_impl.h runtime/reduce/simd.h \
 	runtime/ckpt/budget.c runtime/ckpt/budget.h \
 	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
+	runtime/ckpt/catalog_int.h runtime/ckpt/validate.c \
+	runtime/ckpt/prune.c \
 	runtime/ckpt/crc32c.c runtime/ckpt/crc32c.h \
 	runtime/ckpt/fileio.c runtime/ckpt/fileio.h \
 	runtime/ckpt/layout.c runtime/ckpt/layout.h \
 	runtime/ckpt/manifest.c runtime/ckpt/manifest.h \
+	runtime/ckpt/manifest_int.h runtime/ckpt/manifest_encode.c \
+	runtime/ckpt/manifest_parse.c \
 	runtime/ckpt/shard.c runtime/ckpt/shard.h \
 	runtime/ckpt/write_local.c runtime/ckpt/write_local.h \
 	runtime/ckpt/shardio.c runtime/ckpt/shardio.h \

@@ -18,6 +18,20 @@
  * as a state and a message and not logged, since whether they matter is
  * the caller's call (a scan meets broken checkpoints routinely); real
  * failures (EIO, EACCES, out of memory) are logged with rp_error where met.
+ *
+ * The format layer of runtime/ckpt/, file by file (the engine's files are
+ * listed in engine.h, the restore reader's in reader.h):
+ *   layout.c           stripes of the stream, directory and file names
+ *   shard.c            the shard header, encoded and decoded
+ *   manifest.c         the manifest as a model, its rules, its plan
+ *   manifest_encode.c  ... to its canonical text
+ *   manifest_parse.c   ... from text (hostile input)
+ *   validate.c         the judgement of one checkpoint (this header's
+ *                      rp__ckpt_verify*, rp__ckpt_load_manifest_at)
+ *   catalog.c          every checkpoint of a directory and its state
+ *   prune.c            retention, cleanup, safe removal
+ *   write_local.c      a one-process writer (tests, tools)
+ *   crc32c.c, fileio.c checksums; careful read/write/fsync wrappers
  */
 #ifndef RP_CKPT_CATALOG_H
 #define RP_CKPT_CATALOG_H

@@ -1,0 +1,54 @@
+/*
+ * What the catalog's files share (internal to runtime/ckpt/): the open
+ * flags that keep every access inside a checkpoint directory, and the
+ * helpers one file offers the others.
+ *
+ *   validate.c  the judgement of one checkpoint: manifest, shards, CRCs
+ *   catalog.c   the directory listed: every checkpoint and its state
+ *   prune.c     retention and removal of leftovers, in a safe order
+ */
+#ifndef RP_CKPT_CATALOG_INT_H
+#define RP_CKPT_CATALOG_INT_H
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "ckpt/catalog.h"
+
+/* O_NONBLOCK: opening a FIFO planted under a checkpoint name must not
+ * hang the scan (it is then rejected as not a regular file). It has no
+ * effect on reads from regular files. */
+#define RP_CAT_FILE_FLAGS (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+#define RP_CAT_DIR_FLAGS  (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* Close a descriptor we only read from: nothing was written, so a failure
+ * cannot lose data, and there is nothing to do about it. */
+static inline void rp__cat_close_ro(int *fd_p)
+{
+    if (*fd_p >= 0) {
+        (void)close(*fd_p);
+        *fd_p = -1;
+    }
+}
+
+/* validate.c */
+/* Verify the checkpoint open at @cfd (named @name in its directory). */
+rp_status_t rp__cat_verify_dirfd(int cfd, const char *name, bool full,
+                                 rp__ckpt_state_t *state_p,
+                                 rp__ckpt_manifest_t *m_out,
+                                 uint64_t *manifest_size_p,
+                                 char *msg, size_t msglen);
+
+/* catalog.c */
+/* Open a fresh directory stream on @dfd (independent of @dfd's offset). */
+DIR *rp__cat_opendir_at(int dfd, const char *dir);
+/* Open the checkpoint root. RP_ERR_NOT_FOUND (unlogged) if missing. */
+rp_status_t rp__cat_open_root(const char *dir, int *dfd_p);
+/* rp__ckpt_catalog_scan on the root open at @dfd. */
+rp_status_t rp__cat_scan_fd(int dfd, const char *dir, bool full,
+                            rp__ckpt_catalog_t *cat);
+
+#endif /* RP_CKPT_CATALOG_INT_H */
