@@ -13,6 +13,8 @@
  *                 durable commit (async: until the commit is done)
  *   stall ms      time the training thread was held at the safe point
  *   busy %        async: training-loop slowdown while the write runs
+ *                 (--work mem, the default: a loop copying 32 MiB, which
+ *                 is memory-bound; --work cpu: arithmetic in L1)
  *   commit ms     agreement + CRC gather + manifest + renames + fsyncs
  *   restore GB/s  SIZE / slowest rank's rp_restore (cold: page cache of
  *                 the shards dropped first), CRCs verified
@@ -193,14 +195,34 @@ static void rp_b_drop_cache(const char *dir)
     rp__ckpt_catalog_free(&cat);
 }
 
-/* "Training": one pass of copy over a working set; returns passes/s. */
-static double rp_b_work(unsigned char *a, unsigned char *b, double secs)
+/* One pass of "training": a copy of a 32 MiB working set (memory-bound,
+ * the default), or with @cpu the same time's worth of arithmetic on 4 KiB
+ * that stays in L1 (a loop that is not memory-bound). */
+static void rp_b_pass(unsigned char *a, unsigned char *b, bool cpu)
+{
+    if (cpu) {
+        float *x = (float *)(void *)b;
+        int i, k;
+
+        for (k = 0; k < 4096; k++) {
+            for (i = 0; i < 1024; i++) {
+                x[i] = x[i] * 0.999f + 0.001f;
+            }
+        }
+    } else {
+        memcpy(b, a, RP_BENCH_WORK);
+    }
+}
+
+/* Passes per second of rp_b_pass over @secs. */
+static double rp_b_work(unsigned char *a, unsigned char *b, bool cpu,
+                        double secs)
 {
     double t0 = rp_b_now(), t;
     long n = 0;
 
     do {
-        memcpy(b, a, RP_BENCH_WORK);
+        rp_b_pass(a, b, cpu);
         a[n % RP_BENCH_WORK] ^= b[(n * 7) % RP_BENCH_WORK];
         n++;
         t = rp_b_now() - t0;
@@ -364,7 +386,9 @@ int rp__ckpt_bench_main(int argc, char **argv)
         {"dir", required_argument, NULL, 'd'},
         {"size", required_argument, NULL, 's'},
         {"iters", required_argument, NULL, 'n'},
+        {"work", required_argument, NULL, 'w'},
         {NULL, 0, NULL, 0}};
+    bool cpu = false;
     const char *dir = NULL;
     uint64_t size = 0, step = 0;
     int iters = 3, opt, it, rank, wsize;
@@ -379,7 +403,7 @@ int rp__ckpt_bench_main(int argc, char **argv)
     char sub[64], ckdir[4200];
 
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "d:s:n:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "d:s:n:w:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'd': dir = optarg; break;
         case 's':
@@ -390,13 +414,22 @@ int rp__ckpt_bench_main(int argc, char **argv)
             }
             break;
         case 'n': iters = atoi(optarg); break;
+        case 'w':
+            if (strcmp(optarg, "mem") != 0 && strcmp(optarg, "cpu") != 0) {
+                fprintf(stderr, "ringpoint-ckpt bench: bad --work '%s' "
+                        "(mem: a memory-bound loop, cpu: one that is "
+                        "not)\n", optarg);
+                return 2;
+            }
+            cpu = strcmp(optarg, "cpu") == 0;
+            break;
         default: return 2;
         }
     }
     if (dir == NULL || size == 0 || iters < 1 || iters > RP_BENCH_MAX_ITERS ||
         strlen(dir) > 4000) {
         fprintf(stderr, "usage: ringpoint-ckpt bench --dir DIR --size "
-                "BYTES[K|M|G] [--iters 1..%d]\n", RP_BENCH_MAX_ITERS);
+                "BYTES[K|M|G] [--iters 1..%d] [--work mem|cpu]\n", RP_BENCH_MAX_ITERS);
         return 2;
     }
     /* Every rank: the directory may be node-local. */
@@ -447,7 +480,7 @@ int rp__ckpt_bench_main(int argc, char **argv)
     memset(&ddrow, 0, sizeof(ddrow));
     memset(&cprow, 0, sizeof(cprow));
     memset(&crcrow, 0, sizeof(crcrow));
-    base_rate = rp_b_work(wa, wb, 0.3);
+    base_rate = rp_b_work(wa, wb, cpu, 0.3);
 
     for (it = 0; it < iters; it++) {
         double w_s, r_s, dd_s, cp_s, crc_s, f_s;
@@ -465,7 +498,13 @@ int rp__ckpt_bench_main(int argc, char **argv)
         ddrow.write_gbs[ddrow.n++] = dd_s > 0 ? (double)size / dd_s / 1e9 : 0;
         /* raw is the stripe's copy; state's stripe is the source */
         rp_b_mem(ctx, state + soff, raw, (size_t)slen, &cp_s, &crc_s);
-        cprow.write_gbs[cprow.n++] = (double)size / cp_s / 1e9;
+        cprow.write_gbs[cprow.n] = (double)size / cp_s / 1e9;
+        /* What a restore that verifies before it writes cannot beat: the
+         * cold read of the state, then every rank's copy of all of it
+         * into its memory (its stripe's memcpy, every rank at once, once
+         * per stripe). */
+        cprow.restore_gbs[cprow.n++] =
+            (double)size / (r_s + cp_s * (double)wsize) / 1e9;
         crcrow.write_gbs[crcrow.n++] = (double)size / crc_s / 1e9;
         for (mode = 0; mode < 2; mode++) {
             rp_b_row_t *row = &rows[mode];
@@ -497,7 +536,7 @@ int rp__ckpt_bench_main(int argc, char **argv)
                  * until the commit happened. */
                 tw = rp_b_now();
                 while (!rp__ckpt_async_done(e)) {
-                    memcpy(wb, wa, RP_BENCH_WORK);
+                    rp_b_pass(wa, wb, cpu);
                     passes++;
                 }
                 if (passes > 0) {
@@ -540,18 +579,21 @@ int rp__ckpt_bench_main(int argc, char **argv)
 
         printf("# ringpoint-ckpt bench: %d ranks, %" PRIu64 " bytes replicated "
                "+ 4096 per rank, %d iterations (medians), dir %s, crc32c %s, "
-               "chunk %" PRIu64 "\n", wsize, size, iters, ckdir,
-               rp__crc32c_impl_name(), e->chunk_size);
+               "chunk %" PRIu64 ", training loop %s\n", wsize, size, iters,
+               ckdir, rp__crc32c_impl_name(), e->chunk_size,
+               cpu ? "cpu (in L1)" : "mem (32 MiB copies)");
         printf("# ceilings, same rounds, every rank its stripe at once "
                "(GB/s of the %" PRIu64 " bytes): O_DIRECT write+fsync %.2f, "
                "cold O_DIRECT read %.2f, dd conv=fsync %.2f, memcpy %.2f, "
-               "crc32c %.2f; the raw write's fsync %.1f ms\n", size,
-               rp_b_median(rawrow.write_gbs, rawrow.n),
+               "crc32c %.2f; the raw write's fsync %.1f ms; restore "
+               "ceiling (cold read + each rank's copy of the state) %.2f\n",
+               size, rp_b_median(rawrow.write_gbs, rawrow.n),
                rp_b_median(rawrow.restore_gbs, rawrow.n),
                rp_b_median(ddrow.write_gbs, ddrow.n),
                rp_b_median(cprow.write_gbs, cprow.n),
                rp_b_median(crcrow.write_gbs, crcrow.n),
-               rp_b_median(rawrow.stall_ms, rawrow.n));
+               rp_b_median(rawrow.stall_ms, rawrow.n),
+               rp_b_median(cprow.restore_gbs, cprow.n));
         printf("%-11s %12s %10s %8s %10s %13s %12s %7s\n", "mode",
                "write(GB/s)", "stall(ms)", "busy(%)", "commit(ms)",
                "restore(GB/s)", "staging(MiB)", "direct");
