@@ -33,6 +33,19 @@ dist_bench_DATA = contrib/bench/benchcommon.py
 # The memory roofline the ring is held against (doc/benchmarks.md).
 bench_PROGRAMS = contrib/bench/ringpoint-membw
 contrib_bench_ringpoint_membw_SOURCES = contrib/bench/membw.c
+# The GPU path beside CUDA's and NCCL's own rates (doc/benchmarks.md, GPU):
+# the one program of the project that links CUDA and NCCL itself.
+if HAVE_GPU_MODULE
+bench_PROGRAMS += contrib/bench/ringpoint-gpu-bench
+contrib_bench_ringpoint_gpu_bench_SOURCES = contrib/bench/gpu_bench.c
+contrib_bench_ringpoint_gpu_bench_CPPFLAGS = $(AM_CPPFLAGS) $(GPU_MODULE_CPPFLAGS)
+contrib_bench_ringpoint_gpu_bench_LDADD = runtime/libringpoint_core.la \
+	$(RP_DEPS_LIBS) $(NCCL_LIBS) $(CUDA_LIBS)
+contrib_bench_ringpoint_gpu_bench_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) \
+	$(CUDA_LDFLAGS) $(NCCL_LDFLAGS)
+else
+EXTRA_DIST += contrib/bench/gpu_bench.c
+endif
 if HAVE_MPI
 bench_PROGRAMS += contrib/bench/mpi-allreduce-bench
 # Its table, statistic and inputs are ringpoint-bench's own source.

@@ -7,6 +7,13 @@
  * this rank's payload (stripe + per-rank bytes), and reused: host memory
  * stays flat however many checkpoints are taken. One checkpoint at most
  * is in flight; the commit collectives are the application thread's.
+ *
+ * Device regions reach the snapshot already copied: rp__ckpt_devstage_out
+ * put them in pinned memory the GPU no longer writes. Copying them again
+ * and checksumming on the caller's time made the stall 7x the GPU's own
+ * copy (1-16 GiB on an H100: 0.15 s/GiB against 0.02). So where device
+ * regions are registered the caller copies only its host bytes, and the
+ * writer moves the device bytes into staging and computes the CRCs.
  */
 #include "config.h"
 
@@ -15,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/crc32c.h"
+#include "ckpt/devstage.h"
 #include "util/log.h"
 
 static void *rp_async_main(void *arg)
@@ -46,6 +55,64 @@ static void *rp_async_main(void *arg)
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
+}
+
+/* Does @p point into the device regions' pinned staging? */
+static bool rp_async_pinned(const rp__ckpt_engine_t *e, const void *p)
+{
+    const unsigned char *b = e->dev != NULL ? e->dev->pinned : NULL;
+    const unsigned char *q = p;
+
+    return b != NULL && q >= b && q < b + e->dev->pinned_len;
+}
+
+/* Host bytes of the snapshot into staging, plainly: the CRCs follow on
+ * the writer, with the device bytes. */
+static void rp_async_copy_host(rp__ckpt_engine_t *e, const rp__ckpt_seg_t *segs,
+                               size_t nsegs)
+{
+    uint64_t pos = 0;
+
+    for (size_t i = 0; i < nsegs; i++) {
+        unsigned char *dst = e->staging + pos;
+
+        if (segs[i].base == NULL) {
+            memset(dst, 0, (size_t)segs[i].len);
+        } else if (!rp_async_pinned(e, segs[i].base)) {
+            memcpy(dst, segs[i].base, (size_t)segs[i].len);
+        }
+        pos += segs[i].len;
+    }
+}
+
+void rp__ckpt_async_complete(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    uint64_t pos = 0;
+    uint32_t n;
+
+    if (e->defer_segs == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < e->defer_nsegs; i++) {
+        const rp__ckpt_seg_t *s = &e->defer_segs[i];
+
+        if (s->base != NULL && rp_async_pinned(e, s->base)) {
+            memcpy(e->staging + pos, s->base, (size_t)s->len);
+        }
+        pos += s->len;
+    }
+    n = rp__ckpt_nchunks(p->payload_len, e->chunk_size);
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t off = (uint64_t)k * e->chunk_size;
+        uint64_t len = p->payload_len - off < e->chunk_size
+                           ? p->payload_len - off : e->chunk_size;
+
+        p->crcs[k] = rp__crc32c(0, e->staging + off, (size_t)len);
+    }
+    free(e->defer_segs);
+    e->defer_segs = NULL;
+    e->defer_nsegs = 0;
 }
 
 rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
@@ -80,6 +147,15 @@ rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
                                    &nsegs);
     if (rc != RP_OK) {
         return rc;
+    }
+    free(e->defer_segs); /* a snapshot that was never written */
+    e->defer_segs = NULL;
+    if (e->dev != NULL) {
+        rp_async_copy_host(e, segs, nsegs);
+        e->defer_segs = segs;
+        e->defer_nsegs = nsegs;
+        e->stats.snap_ns = rp__ckpt_now_ns() - t0;
+        return RP_OK;
     }
     rp__ckpt_cursor_init(&cur, segs, nsegs, e->chunk_size, p->crcs);
     got = rp__ckpt_cursor_fill(&cur, e->staging, (size_t)p->payload_len);
@@ -137,6 +213,8 @@ void rp__ckpt_async_wait(rp__ckpt_engine_t *e)
 void rp__ckpt_async_stop(rp__ckpt_engine_t *e)
 {
     if (!e->thread_up) {
+        free(e->defer_segs); /* a snapshot that was never written */
+        e->defer_segs = NULL;
         return;
     }
     rp__ckpt_async_wait(e);
@@ -146,4 +224,6 @@ void rp__ckpt_async_stop(rp__ckpt_engine_t *e)
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     e->thread_up = false;
+    free(e->defer_segs);
+    e->defer_segs = NULL;
 }

@@ -416,6 +416,7 @@ rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e)
     rp__ckpt_shard_header_t hdr;
     char label[RP_CKPT_LABEL_MAX];
 
+    rp__ckpt_async_complete(e);
     rp_cm_header(e, &hdr);
     snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
     return rp__ckpt_shard_write(p->cfd, label, &hdr, NULL, e->staging,

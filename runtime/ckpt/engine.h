@@ -158,6 +158,11 @@ typedef struct rp__ckpt_engine {
     bool job_posted;   /* a shard write waits for / is in the thread */
     bool job_done;     /* the thread finished it */
     bool quit;
+    /* The snapshot's segments while its device bytes still sit in the
+     * pinned staging of the device regions: the writer copies them into
+     * staging and checksums the payload before writing (async.c). */
+    rp__ckpt_seg_t *defer_segs;
+    size_t defer_nsegs;
 
     rp__ckpt_stats_t stats;
 
@@ -238,6 +243,10 @@ rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e,
 
 /* async.c */
 rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e);
+/* The part of a snapshot left off the caller's time (device bytes from
+ * pinned staging, the chunk CRCs); no-op when there is none. Called before
+ * the staged shard is written, on whichever thread writes it. */
+void rp__ckpt_async_complete(rp__ckpt_engine_t *e);
 /* Hand the staged shard to the writer thread. */
 rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e);
 /* Has the writer finished the posted shard? Non-blocking. */

@@ -167,6 +167,18 @@ rp_status_t rp__gpu_bind_resolve(const rp__gpu_env_t *env,
                  env->visible == 1 ? "" : "s", given);
         return RP_ERR_INVALID_ARG;
     }
+    /* One visible GPU is the task's own only if something narrowed the
+     * devices per task. With nothing narrowed (CUDA_VISIBLE_DEVICES unset,
+     * as under mpirun), or a step given fewer GPUs on this node than it
+     * has tasks (srun --gpus=1 -n2), the tasks would share a GPU, which
+     * NCCL refuses only when the communicator is made ("Duplicate GPU"):
+     * say so here, naming the variables. Measured on an H100 with mpirun
+     * -np 2: before this check, NCCL's error at the first collective. */
+    if (per_task == 0 && env->visible < env->local_size &&
+        (env->cuda_visible_devices == NULL ||
+         (slurm_listed >= 0 && slurm_listed < env->local_size))) {
+        goto err_shared;
+    }
     if (env->visible == 1 || (per_task > 0 && (uint64_t)env->visible == per_task)) {
         /* The task's own devices; NCCL drives one per rank. */
         snprintf(how, sizeof(how), "%s of the task's own %d (Slurm binding%s)",
@@ -176,15 +188,18 @@ rp_status_t rp__gpu_bind_resolve(const rp__gpu_env_t *env,
         return RP_OK;
     }
     if (env->visible < env->local_size) {
-        snprintf(err, errlen, "%d tasks on this node share %d visible GPU%s "
-                 "(%s): NCCL needs one GPU per task; ask for "
-                 "--gpus-per-task=1, or at most %d tasks per node",
-                 env->local_size, env->visible, env->visible == 1 ? "" : "s",
-                 given, env->visible);
-        return RP_ERR_INVALID_ARG;
+        goto err_shared;
     }
     snprintf(how, sizeof(how), "local rank %d of %d on %d shared GPUs",
              env->local_rank, env->local_size, env->visible);
     rp_bind_set(env, env->local_rank, how, out);
     return RP_OK;
+
+err_shared:
+    snprintf(err, errlen, "%d tasks on this node share %d visible GPU%s "
+             "(%s): NCCL needs one GPU per task; ask for "
+             "--gpus-per-task=1, or at most %d tasks per node",
+             env->local_size, env->visible, env->visible == 1 ? "" : "s",
+             given, env->visible);
+    return RP_ERR_INVALID_ARG;
 }

@@ -141,6 +141,38 @@ static void test_more_tasks_than_gpus(void **state)
     assert_non_null(strstr(err, "CUDA_VISIBLE_DEVICES=0,1"));
 }
 
+/* mpirun -np 2 on a one-GPU node: nothing narrowed the devices per task,
+ * so both tasks would drive device 0 (NCCL: "Duplicate GPU"). */
+static void test_two_tasks_one_unnarrowed_gpu(void **state)
+{
+    rp__gpu_env_t e = env_of(1, 2, 1);
+    rp__gpu_binding_t b;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(resolve(&e, &b, err), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "2 tasks on this node share 1 visible GPU "));
+    assert_non_null(strstr(err, "--gpus-per-task=1"));
+}
+
+/* srun --gpus=1 -n2: Slurm shows both tasks the step's one GPU. */
+static void test_step_has_fewer_gpus_than_tasks(void **state)
+{
+    rp__gpu_env_t e = env_of(0, 2, 1);
+    rp__gpu_binding_t b;
+    char err[256];
+
+    (void)state;
+    e.cuda_visible_devices = "0";
+    e.step_gpus = "3";
+    assert_int_equal(resolve(&e, &b, err), RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "2 tasks on this node share 1 visible GPU "));
+    /* Each task narrowed to its own (--gpus-per-task): still fine. */
+    e.step_gpus = "3,5";
+    assert_int_equal(resolve(&e, &b, err), RP_OK);
+    assert_int_equal(b.device, 0);
+}
+
 static void test_no_gpu_visible(void **state)
 {
     rp__gpu_env_t e = env_of(0, 1, 0);
@@ -229,6 +261,8 @@ int main(void)
         cmocka_unit_test(test_no_variables_local_rank),
         cmocka_unit_test(test_one_task_one_gpu),
         cmocka_unit_test(test_more_tasks_than_gpus),
+        cmocka_unit_test(test_two_tasks_one_unnarrowed_gpu),
+        cmocka_unit_test(test_step_has_fewer_gpus_than_tasks),
         cmocka_unit_test(test_no_gpu_visible),
         cmocka_unit_test(test_gpus_per_task_but_fewer_visible),
         cmocka_unit_test(test_explicit_device),
