@@ -49,6 +49,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/budget.c runtime/ckpt/budget.h \
 	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
 	runtime/ckpt/catalog_int.h runtime/ckpt/validate.c \
+	runtime/ckpt/validate.h runtime/ckpt/verdict.c \
 	runtime/ckpt/prune.c \
 	runtime/ckpt/crc32c.c runtime/ckpt/crc32c.h \
 	runtime/ckpt/fileio.c runtime/ckpt/fileio.h \
@@ -130,6 +131,7 @@ runtime_tools_ringpoint_bench_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 # ringpoint-ckpt works on the format layer's internals: it links the
 # convenience library rather than the shared one, which hides them.
 bin_PROGRAMS += runtime/tools/ringpoint-ckpt
-runtime_tools_ringpoint_ckpt_SOURCES = runtime/tools/ckpt.c runtime/tools/ckpt_bench.c
+runtime_tools_ringpoint_ckpt_SOURCES = runtime/tools/ckpt.c runtime/tools/ckpt_bench.c \
+	runtime/tools/ckpt_cmd.c runtime/tools/ckpt_tool.h
 runtime_tools_ringpoint_ckpt_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 runtime_tools_ringpoint_ckpt_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)

@@ -112,6 +112,16 @@ tests_tools_ckpt_fixture_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 TESTS += tests/tools/test_ckpt_tool.sh
 EXTRA_DIST += tests/tools/test_ckpt_tool.sh
 
+# One verdict about a damaged checkpoint from every ringpoint-ckpt command
+# and the restore path: a byte flipped at every 512-byte offset and every
+# file cut short (TAP; the commands run in-process, a few seconds).
+check_PROGRAMS += tests/tools/ckpt_flip
+tests_tools_ckpt_flip_SOURCES = tests/tools/ckpt_flip.c \
+	runtime/tools/ckpt_cmd.c runtime/tools/ckpt_tool.h
+tests_tools_ckpt_flip_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
+tests_tools_ckpt_flip_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
+TESTS += tests/tools/ckpt_flip
+
 # The man pages against the code: every option and site key of the plugin
 # in ringpoint(8), every --help option in its tool's page (TAP).
 TESTS += tests/tools/test_manpages.sh

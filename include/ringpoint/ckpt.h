@@ -153,9 +153,11 @@ RP_API rp_status_t rp_restore(rp_context_h ctx, const char *const names[],
  * @param info    Filled in on success, info->restored = 1 (may be NULL);
  *                zeroed otherwise.
  * @return RP_OK; RP_ERR_NOT_FOUND (every rank) if the directory holds no
- *         complete checkpoint of @p step; RP_ERR_CORRUPT (every rank) if
- *         it is unusable on some rank (bad CRC, unreadable or missing
- *         shard; logged naming the file); RP_ERR_INVALID_ARG as for
+ *         checkpoint of @p step; RP_ERR_CORRUPT (every rank) if it holds
+ *         one that is unusable: incomplete or corrupt on some rank (a
+ *         missing or damaged file, a bad shard header or chunk CRC;
+ *         logged naming the file, as ringpoint-ckpt verify words it);
+ *         RP_ERR_INVALID_ARG as for
  *         @ref rp_restore; RP_ERR_BUSY while a checkpoint is being
  *         written; RP_ERR_IO, RP_ERR_PEER_FAILED.
  */

@@ -49,6 +49,13 @@ static uint64_t rp__cat_measure(int dfd, const char *name)
     return total;
 }
 
+/* The entry's state and reason from its verdict. */
+static void rp__cat_judged(rp__ckpt_entry_t *e)
+{
+    e->state = e->verdict.state;
+    (void)rp__ckpt_verdict_format(&e->verdict, e->reason, sizeof(e->reason));
+}
+
 /* Fill @e for a committed-name entry. RP_ERR_NOT_FOUND: it vanished. */
 static rp_status_t rp__cat_examine(int dfd, bool full, rp__ckpt_entry_t *e)
 {
@@ -58,22 +65,25 @@ static rp_status_t rp__cat_examine(int dfd, bool full, rp__ckpt_entry_t *e)
     int cfd;
     rp_status_t rc;
 
+    rp__ckpt_verdict_init(&e->verdict, e->name);
     if (fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) {
             return RP_ERR_NOT_FOUND;
         }
         rp_error("%s: fstatat: %s", e->name, strerror(errno));
-        e->state = RP_CKPT_CORRUPT;
-        snprintf(e->reason, sizeof(e->reason), "%s: fstatat: %s", e->name,
-                 strerror(errno));
+        (void)rp__ckpt_verdict_set(&e->verdict, RP_CKPT_CORRUPT, NULL, NULL,
+                                   RP_CKPT_NO_OFFSET, NULL, NULL,
+                                   "fstatat: %s", strerror(errno));
+        rp__cat_judged(e);
         return RP_OK;
     }
     e->created_ns = rp__cat_mtime_ns(&st);
     if (!S_ISDIR(st.st_mode)) {
-        e->state = RP_CKPT_CORRUPT;
         e->total_bytes = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
-        snprintf(e->reason, sizeof(e->reason), "%s: not a directory",
-                 e->name);
+        (void)rp__ckpt_verdict_set(&e->verdict, RP_CKPT_CORRUPT, NULL, NULL,
+                                   RP_CKPT_NO_OFFSET, NULL, NULL,
+                                   "not a directory");
+        rp__cat_judged(e);
         return RP_OK;
     }
     cfd = openat(dfd, e->name, RP_CAT_DIR_FLAGS);
@@ -82,18 +92,19 @@ static rp_status_t rp__cat_examine(int dfd, bool full, rp__ckpt_entry_t *e)
             return RP_ERR_NOT_FOUND;
         }
         rp_error("%s: open: %s", e->name, strerror(errno));
-        e->state = RP_CKPT_CORRUPT;
-        snprintf(e->reason, sizeof(e->reason), "%s: open: %s", e->name,
-                 strerror(errno));
+        (void)rp__ckpt_verdict_set(&e->verdict, RP_CKPT_CORRUPT, NULL, NULL,
+                                   RP_CKPT_NO_OFFSET, NULL, NULL, "open: %s",
+                                   strerror(errno));
+        rp__cat_judged(e);
         return RP_OK;
     }
-    rc = rp__cat_verify_dirfd(cfd, e->name, full, &e->state, &m, &msize,
-                             e->reason, sizeof(e->reason));
+    rc = rp__cat_validate_dirfd(cfd, e->name, full, &e->verdict, &m, &msize);
     rp__cat_close_ro(&cfd);
     if (rc == RP_ERR_NO_MEMORY) {
         rp__ckpt_manifest_free(&m);
         return rc;
     }
+    rp__cat_judged(e);
     if (m.shards != NULL) {
         e->world_size = m.world_size;
         e->created_ns = m.created_ns;
@@ -104,9 +115,6 @@ static rp_status_t rp__cat_examine(int dfd, bool full, rp__ckpt_entry_t *e)
         e->total_bytes = rp__cat_measure(dfd, e->name);
     }
     rp__ckpt_manifest_free(&m);
-    if (e->state == RP_CKPT_COMPLETE) {
-        e->reason[0] = '\0';
-    }
     return RP_OK;
 }
 
@@ -114,9 +122,12 @@ static void rp__cat_examine_inflight(int dfd, rp__ckpt_entry_t *e)
 {
     struct stat st;
 
-    e->state = RP_CKPT_INFLIGHT;
-    snprintf(e->reason, sizeof(e->reason), "%s: in-flight (being written, "
-             "or left by a writer that died)", e->name);
+    rp__ckpt_verdict_init(&e->verdict, e->name);
+    (void)rp__ckpt_verdict_set(&e->verdict, RP_CKPT_INFLIGHT, NULL, NULL,
+                               RP_CKPT_NO_OFFSET, NULL, NULL,
+                               "in-flight (being written, or left by a "
+                               "writer that died)");
+    rp__cat_judged(e);
     if (fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         e->created_ns = rp__cat_mtime_ns(&st);
     }
@@ -350,7 +361,8 @@ rp_status_t rp__ckpt_newest_complete(const char *dir, bool full,
                 break;
             }
             if (vrc != RP_OK) {
-                rp_warn("skipping checkpoint %s: %s", e->path, why);
+                rp_warn("skipping checkpoint %s: %s: %s", e->path,
+                        rp__ckpt_state_name(state), why);
                 continue;
             }
         }

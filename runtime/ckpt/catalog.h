@@ -26,8 +26,10 @@
  *   manifest.c         the manifest as a model, its rules, its plan
  *   manifest_encode.c  ... to its canonical text
  *   manifest_parse.c   ... from text (hostile input)
- *   validate.c         the judgement of one checkpoint (this header's
- *                      rp__ckpt_verify*, rp__ckpt_load_manifest_at)
+ *   validate.c         the judgement of one checkpoint (validate.h, and
+ *                      this header's rp__ckpt_verify*,
+ *                      rp__ckpt_load_manifest_at)
+ *   verdict.c          what a judgement found, in its one wording
  *   catalog.c          every checkpoint of a directory and its state
  *   prune.c            retention, cleanup, safe removal
  *   write_local.c      a one-process writer (tests, tools)
@@ -43,16 +45,7 @@
 #include "ringpoint/status.h"
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
-
-typedef enum rp__ckpt_state {
-    RP_CKPT_COMPLETE = 0,   /* verifies */
-    RP_CKPT_INCOMPLETE = 1, /* something is missing: no MANIFEST, a shard */
-    RP_CKPT_CORRUPT = 2,    /* something present is wrong (CRC, length, ...) */
-    RP_CKPT_INFLIGHT = 3    /* in-flight name: being written, or abandoned */
-} rp__ckpt_state_t;
-
-/* "complete", "incomplete", "corrupt", "in-flight". */
-const char *rp__ckpt_state_name(rp__ckpt_state_t state);
+#include "ckpt/validate.h"
 
 typedef struct rp__ckpt_entry {
     uint64_t step;                /* from the name (checked against manifest) */
@@ -66,7 +59,8 @@ typedef struct rp__ckpt_entry {
     uint64_t total_bytes;
     uint64_t created_ns;          /* manifest's; else directory mtime */
     uint8_t ckpt_id[RP_CKPT_ID_SIZE]; /* zero if unknown */
-    char reason[256];             /* why not complete; "" when complete */
+    rp__ckpt_verdict_t verdict;   /* the judgement (validate.h) */
+    char reason[512];             /* the verdict in words; "" when complete */
 } rp__ckpt_entry_t;
 
 typedef struct rp__ckpt_catalog {
@@ -168,6 +162,25 @@ rp_status_t rp__ckpt_newest_complete(const char *dir, bool full,
  */
 rp_status_t rp__ckpt_prune(const char *dir, unsigned keep, bool full,
                            unsigned *removed_p);
+
+/* What retention did with one checkpoint (rp__ckpt_prune_report). */
+typedef enum rp__ckpt_prune_action {
+    RP_CKPT_KEPT = 0,          /* complete, among the newest @keep */
+    RP_CKPT_KEPT_NEWER = 1,    /* not complete, at or above the newest
+                                  complete step (maybe a live writer's) */
+    RP_CKPT_KEPT_NO_COMPLETE = 2, /* kept: no complete checkpoint at all */
+    RP_CKPT_REMOVED = 3,
+    RP_CKPT_REMOVE_FAILED = 4  /* logged */
+} rp__ckpt_prune_action_t;
+
+typedef void (*rp__ckpt_prune_fn_t)(const rp__ckpt_entry_t *e,
+                                    rp__ckpt_prune_action_t act, void *arg);
+
+/* rp__ckpt_prune that tells @report (may be NULL) what it did with every
+ * checkpoint it judged, newest first, with the entry's verdict. */
+rp_status_t rp__ckpt_prune_report(const char *dir, unsigned keep, bool full,
+                                  unsigned *removed_p,
+                                  rp__ckpt_prune_fn_t report, void *arg);
 
 /*
  * Remove every in-flight directory in @dir whatever its step, and leftover

@@ -3,6 +3,7 @@
  * flags that keep every access inside a checkpoint directory, and the
  * helpers one file offers the others.
  *
+ *   verdict.c   a verdict and its one wording (validate.h)
  *   validate.c  the judgement of one checkpoint: manifest, shards, CRCs
  *   catalog.c   the directory listed: every checkpoint and its state
  *   prune.c     retention and removal of leftovers, in a safe order
@@ -35,12 +36,12 @@ static inline void rp__cat_close_ro(int *fd_p)
 }
 
 /* validate.c */
-/* Verify the checkpoint open at @cfd (named @name in its directory). */
-rp_status_t rp__cat_verify_dirfd(int cfd, const char *name, bool full,
-                                 rp__ckpt_state_t *state_p,
-                                 rp__ckpt_manifest_t *m_out,
-                                 uint64_t *manifest_size_p,
-                                 char *msg, size_t msglen);
+/* rp__ckpt_validate_at on the checkpoint open at @cfd (named @name in
+ * its directory); also the MANIFEST's size. */
+rp_status_t rp__cat_validate_dirfd(int cfd, const char *name, bool full,
+                                   rp__ckpt_verdict_t *v,
+                                   rp__ckpt_manifest_t *m_out,
+                                   uint64_t *manifest_size_p);
 
 /* catalog.c */
 /* Open a fresh directory stream on @dfd (independent of @dfd's offset). */

@@ -242,6 +242,13 @@ static rp_status_t rp__cat_sweep_deleting(int dfd, const char *dir)
 rp_status_t rp__ckpt_prune(const char *dir, unsigned keep, bool full,
                            unsigned *removed_p)
 {
+    return rp__ckpt_prune_report(dir, keep, full, removed_p, NULL, NULL);
+}
+
+rp_status_t rp__ckpt_prune_report(const char *dir, unsigned keep, bool full,
+                                  unsigned *removed_p,
+                                  rp__ckpt_prune_fn_t report, void *arg)
+{
     rp__ckpt_catalog_t cat;
     const rp__ckpt_entry_t *newest;
     unsigned kept = 0, removed = 0;
@@ -267,27 +274,34 @@ rp_status_t rp__ckpt_prune(const char *dir, unsigned keep, bool full,
         goto err_dfd;
     }
     newest = rp__ckpt_catalog_newest_complete(&cat);
-    for (i = cat.count; newest != NULL && i > 0; i--) {
+    for (i = cat.count; i > 0; i--) {
         const rp__ckpt_entry_t *e = &cat.entries[i - 1];
-        bool drop;
+        rp__ckpt_prune_action_t act;
 
-        if (e->state == RP_CKPT_COMPLETE) {
-            drop = kept >= keep;
-            kept += drop ? 0 : 1;
+        if (newest == NULL) {
+            act = RP_CKPT_KEPT_NO_COMPLETE;
+        } else if (e->state == RP_CKPT_COMPLETE) {
+            act = kept >= keep ? RP_CKPT_REMOVED : RP_CKPT_KEPT;
+            kept += act == RP_CKPT_KEPT ? 1 : 0;
         } else {
             /* At or above the newest complete step it may be a live
              * writer's, or evidence worth keeping; below it, debris. */
-            drop = e->step < newest->step;
+            act = e->step < newest->step ? RP_CKPT_REMOVED
+                                         : RP_CKPT_KEPT_NEWER;
         }
-        if (!drop) {
-            continue;
+        if (act == RP_CKPT_REMOVED) {
+            rp_info("pruning %s (%s%s%s)", e->path,
+                    rp__ckpt_state_name(e->state),
+                    e->reason[0] != '\0' ? ": " : "", e->reason);
+            rc = rp__ckpt_remove_at(dfd, e->name);
+            if (rc != RP_OK && rc != RP_ERR_NOT_FOUND) {
+                act = RP_CKPT_REMOVE_FAILED;
+                first = first == RP_OK ? rc : first;
+            }
+            removed += rc == RP_OK ? 1 : 0;
         }
-        rp_info("pruning %s (%s)", e->path, rp__ckpt_state_name(e->state));
-        rc = rp__ckpt_remove_at(dfd, e->name);
-        if (rc == RP_OK) {
-            removed++;
-        } else if (rc != RP_ERR_NOT_FOUND && first == RP_OK) {
-            first = rc;
+        if (report != NULL) {
+            report(e, act, arg);
         }
     }
     rc = rp__cat_sweep_deleting(dfd, dir);

@@ -315,6 +315,21 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
                 }
             }
             ncands = k;
+            if (k == 0 && e->rootfd >= 0) {
+                /* There but not complete is unusable, not missing. */
+                char nm[RP_CKPT_NAME_MAX], why[640];
+                rp__ckpt_verdict_t v;
+
+                rp__ckpt_name_committed(step, nm, sizeof(nm));
+                if (rp__ckpt_validate_at(e->rootfd, nm, false, &v, NULL) !=
+                        RP_ERR_NOT_FOUND && v.state != RP_CKPT_COMPLETE) {
+                    rp_error("restore: %s/%s is unusable: %s: %s; not "
+                             "falling back (rp_restore_step)", e->dir, nm,
+                             rp__ckpt_state_name(v.state),
+                             rp__ckpt_verdict_format(&v, why, sizeof(why)));
+                    rc = RP_ERR_CORRUPT;
+                }
+            }
         }
     }
     for (;;) {
@@ -338,7 +353,7 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
         }
         if (msg.status != RP_OK) {
             rc = (rp_status_t)msg.status;
-            if (e->rank != 0) {
+            if (e->rank != 0 && rc != RP_ERR_CORRUPT) {
                 rp_error("restore: rank 0 could not list %s (%s)", e->dir,
                          rp_status_string(rc));
             }

@@ -66,13 +66,6 @@ static rp_status_t rp__rd_find_root(rp__ckpt_engine_t *e, uint64_t before,
             continue;
         }
         (void)close(cfd);
-        if (m.step != step) {
-            rp_warn("rp_ckpt_find: skipping %s/%s: manifest step %llu does "
-                    "not match the name", e->dir, cands[i],
-                    (unsigned long long)m.step);
-            rp__ckpt_manifest_free(&m);
-            continue;
-        }
         *regs_p = calloc(m.nregions > 0 ? m.nregions : 1, sizeof(**regs_p));
         if (*regs_p == NULL) {
             rp_error("rp_ckpt_find: out of memory");

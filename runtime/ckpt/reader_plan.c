@@ -143,7 +143,6 @@ int rp__rd_read(rp__rd_t *r)
     rp__ckpt_engine_t *e = r->e;
     rp__ckpt_state_t state;
     char msg[512];
-    uint64_t name_step;
     uint32_t i;
     int v;
 
@@ -161,12 +160,6 @@ int rp__rd_read(rp__rd_t *r)
     if (rp__ckpt_load_manifest_at(r->cfd, r->name, &r->m, &state, msg,
                                   sizeof(msg)) != RP_OK) {
         rp_warn("restore: %s/%s", e->dir, msg);
-        return RP_RD_BAD;
-    }
-    if (!rp__ckpt_parse_committed(r->name, &name_step) ||
-        name_step != r->m.step) {
-        rp_warn("restore: %s: manifest step %llu does not match the name",
-                r->label, (unsigned long long)r->m.step);
         return RP_RD_BAD;
     }
     v = rp__rd_plan(r);

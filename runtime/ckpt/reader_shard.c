@@ -121,11 +121,14 @@ static int rp__rd_pread(rp__rd_t *r, void *dst, size_t n, uint64_t poff)
 static void rp__rd_bad_crc(const rp__rd_t *r, uint32_t j, uint32_t c,
                            uint32_t crc)
 {
-    char file[RP_CKPT_NAME_MAX];
+    rp__ckpt_verdict_t v;
+    char why[640];
 
-    rp__ckpt_name_shard(j, file, sizeof(file));
-    rp_warn("restore: %s/%s chunk %u: crc32c 0x%08x != manifest 0x%08x",
-            r->label, file, c, crc, r->m.shards[j].chunk_crc[c]);
+    /* Judged and worded as ringpoint-ckpt verify would (validate.h). */
+    rp__ckpt_verdict_init(&v, r->name);
+    (void)rp__ckpt_judge_chunk(&v, &r->m, j, c, crc);
+    rp_warn("restore: %s/%s", r->e->dir,
+            rp__ckpt_verdict_format(&v, why, sizeof(why)));
 }
 
 /* One read of rp__rd_whole, run by its worker (or inline). */

@@ -1,13 +1,17 @@
 /*
- * The judgement of one checkpoint: its MANIFEST parsed and checked, every
- * shard present, of the recorded length, with a header that belongs to it,
- * and (full) every chunk's CRC32C. See catalog.h for the rules and
- * doc/checkpoint-format.md for the format being checked.
+ * The judgement of one checkpoint (validate.h): its MANIFEST parsed and
+ * checked, every shard present, of the recorded length, with a header that
+ * belongs to it, and (full) every chunk's CRC32C, in that order, stopping
+ * at the first failure. doc/checkpoint-format.md has the format checked.
+ *
+ * Findings about the data go into the verdict and are not logged (whether
+ * they matter is the caller's call); failures to read (EIO, EACCES) are
+ * logged where met and are also a CORRUPT verdict, so that a listing shows
+ * them.
  */
 #include "ckpt/catalog_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,118 +24,111 @@
 
 /* Read size for full verification: large enough for streaming rates,
  * small enough to not matter next to a training job's memory. */
-#define RP_CAT_READ_BUF (4u << 20)
+#define RP_VAL_READ_BUF (4u << 20)
 
-/* What one verification found, and where to describe it. */
-typedef struct rp__cat_ctx {
-    const char *label; /* checkpoint name for messages; "" if none */
-    rp__ckpt_state_t state;
-    char *msg;
-    size_t msglen;
-} rp__cat_ctx_t;
-
-const char *rp__ckpt_state_name(rp__ckpt_state_t state)
+/* "ckpt/file", for log lines about reading @file. */
+static void rp__val_what(const rp__ckpt_verdict_t *v, const char *file,
+                         char *buf, size_t len)
 {
-    switch (state) {
-    case RP_CKPT_COMPLETE:   return "complete";
-    case RP_CKPT_INCOMPLETE: return "incomplete";
-    case RP_CKPT_CORRUPT:    return "corrupt";
-    case RP_CKPT_INFLIGHT:   return "in-flight";
-    }
-    return "invalid";
-}
-
-static void rp__cat_vdescribe(rp__cat_ctx_t *x, const char *file,
-                              const char *fmt, va_list ap)
-{
-    int n;
-
-    if (x->msg == NULL || x->msglen == 0) {
-        return;
-    }
-    n = snprintf(x->msg, x->msglen, "%s%s%s: ", x->label,
-                 x->label[0] != '\0' ? "/" : "", file);
-    if (n < 0 || (size_t)n >= x->msglen) {
-        return;
-    }
-    vsnprintf(x->msg + n, x->msglen - (size_t)n, fmt, ap);
-}
-
-/* Record a finding about the data: @state, message "label/file: ...". */
-static rp_status_t rp__cat_finding(rp__cat_ctx_t *x, rp__ckpt_state_t state,
-                                   const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static rp_status_t rp__cat_finding(rp__cat_ctx_t *x, rp__ckpt_state_t state,
-                                   const char *file, const char *fmt, ...)
-{
-    va_list ap;
-
-    x->state = state;
-    va_start(ap, fmt);
-    rp__cat_vdescribe(x, file, fmt, ap);
-    va_end(ap);
-    return RP_ERR_CORRUPT;
+    (void)snprintf(buf, len, "%s%s%s", v->ckpt, v->ckpt[0] != '\0' ? "/" : "",
+                   file);
 }
 
 /* Record and log a failure to read something (not a finding about it). */
-static rp_status_t rp__cat_ioerr(rp__cat_ctx_t *x, const char *file,
+static rp_status_t rp__val_ioerr(rp__ckpt_verdict_t *v, const char *file,
                                  const char *op, int err)
 {
-    rp_error("%s%s%s: %s: %s", x->label, x->label[0] != '\0' ? "/" : "",
-             file, op, strerror(err));
-    (void)rp__cat_finding(x, RP_CKPT_CORRUPT, file, "%s: %s", op,
-                         strerror(err));
+    char what[2 * RP_CKPT_NAME_MAX];
+
+    rp__val_what(v, file, what, sizeof(what));
+    rp_error("%s: %s: %s", what, op, strerror(err));
+    (void)rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                               RP_CKPT_NO_OFFSET, NULL, NULL, "%s: %s", op,
+                               strerror(err));
     return RP_ERR_IO;
 }
 
-static rp_status_t rp__cat_load_manifest(int cfd, rp__cat_ctx_t *x,
-                                         rp__ckpt_manifest_t *m,
-                                         uint64_t *size_p)
+/*
+ * Open @file of the checkpoint at @cfd for reading, as a regular file that
+ * is no symbolic link; its size in *@size_p. A finding when it is missing
+ * (INCOMPLETE) or not a regular file.
+ */
+static rp_status_t rp__val_open(int cfd, rp__ckpt_verdict_t *v,
+                                const char *file, int *fd_p,
+                                uint64_t *size_p)
+{
+    struct stat st;
+    int fd = openat(cfd, file, RP_CAT_FILE_FLAGS);
+    rp_status_t rc;
+
+    *fd_p = -1;
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            if (strcmp(file, RP_CKPT_MANIFEST_NAME) == 0 &&
+                fstatat(cfd, RP_CKPT_MANIFEST_TMP_NAME, &st,
+                        AT_SYMLINK_NOFOLLOW) == 0) {
+                return rp__ckpt_verdict_set(
+                    v, RP_CKPT_INCOMPLETE, file, NULL, RP_CKPT_NO_OFFSET,
+                    NULL, NULL, "missing, " RP_CKPT_MANIFEST_TMP_NAME
+                    " present (commit was interrupted)");
+            }
+            return rp__ckpt_verdict_set(v, RP_CKPT_INCOMPLETE, file, NULL,
+                                        RP_CKPT_NO_OFFSET, NULL, NULL,
+                                        "missing");
+        }
+        if (errno == ELOOP) {
+            return rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                        RP_CKPT_NO_OFFSET, NULL, NULL,
+                                        "is a symbolic link");
+        }
+        return rp__val_ioerr(v, file, "open", errno);
+    }
+    if (fstat(fd, &st) != 0) {
+        rc = rp__val_ioerr(v, file, "fstat", errno);
+        goto err_fd;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size < 0) {
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                  RP_CKPT_NO_OFFSET, NULL, NULL,
+                                  "not a regular file");
+        goto err_fd;
+    }
+    *fd_p = fd;
+    *size_p = (uint64_t)st.st_size;
+    return RP_OK;
+
+err_fd:
+    rp__cat_close_ro(&fd);
+    return rc;
+}
+
+/* Read, parse and check the MANIFEST of the checkpoint open at @cfd; its
+ * step must be the one of the checkpoint's name, if that has one. */
+static rp_status_t rp__val_manifest(int cfd, rp__ckpt_verdict_t *v,
+                                    rp__ckpt_manifest_t *m, uint64_t *size_p)
 {
     const char *file = RP_CKPT_MANIFEST_NAME;
-    char what[RP_CKPT_NAME_MAX + 16], why[256];
-    struct stat st;
+    char what[2 * RP_CKPT_NAME_MAX], why[256], exp[48], got[48];
+    uint64_t fsize, name_step;
     char *buf;
-    size_t size, got;
+    size_t size, got_n;
     int fd;
     rp_status_t rc;
 
-    snprintf(what, sizeof(what), "%s%s%s", x->label,
-             x->label[0] != '\0' ? "/" : "", file);
-    fd = openat(cfd, file, RP_CAT_FILE_FLAGS);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            if (fstatat(cfd, RP_CKPT_MANIFEST_TMP_NAME, &st,
-                        AT_SYMLINK_NOFOLLOW) == 0) {
-                return rp__cat_finding(x, RP_CKPT_INCOMPLETE, file,
-                                      "missing, " RP_CKPT_MANIFEST_TMP_NAME
-                                      " present (commit was interrupted)");
-            }
-            return rp__cat_finding(x, RP_CKPT_INCOMPLETE, file, "missing");
-        }
-        if (errno == ELOOP) {
-            return rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                                  "is a symbolic link");
-        }
-        return rp__cat_ioerr(x, file, "open", errno);
+    rp__val_what(v, file, what, sizeof(what));
+    rc = rp__val_open(cfd, v, file, &fd, &fsize);
+    if (rc != RP_OK) {
+        return rc;
     }
-    if (fstat(fd, &st) != 0) {
-        rc = rp__cat_ioerr(x, file, "fstat", errno);
+    if (fsize > RP_CKPT_MANIFEST_MAX) {
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                  RP_CKPT_NO_OFFSET, NULL, NULL,
+                                  "%llu bytes, more than the %u allowed",
+                                  (unsigned long long)fsize,
+                                  RP_CKPT_MANIFEST_MAX);
         goto err_fd;
     }
-    if (!S_ISREG(st.st_mode)) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                            "not a regular file");
-        goto err_fd;
-    }
-    if (st.st_size < 0 || (uint64_t)st.st_size > RP_CKPT_MANIFEST_MAX) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                            "%lld bytes, more than the %u allowed",
-                            (long long)st.st_size, RP_CKPT_MANIFEST_MAX);
-        goto err_fd;
-    }
-    size = (size_t)st.st_size;
+    size = (size_t)fsize;
     /* One byte more than expected, to notice a file that grew. */
     buf = malloc(size + 1);
     if (buf == NULL) {
@@ -139,14 +136,17 @@ static rp_status_t rp__cat_load_manifest(int cfd, rp__cat_ctx_t *x,
         rc = RP_ERR_NO_MEMORY;
         goto err_fd;
     }
-    rc = rp__ckpt_pread_full(fd, buf, size + 1, 0, &got, what);
+    rc = rp__ckpt_pread_full(fd, buf, size + 1, 0, &got_n, what);
     if (rc != RP_OK) {
-        (void)rp__cat_finding(x, RP_CKPT_CORRUPT, file, "read error");
+        (void)rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                   RP_CKPT_NO_OFFSET, NULL, NULL,
+                                   "read error");
         goto err_buf;
     }
-    if (got != size) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                            "changed size while being read");
+    if (got_n != size) {
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                  RP_CKPT_NO_OFFSET, NULL, NULL,
+                                  "changed size while being read");
         goto err_buf;
     }
     why[0] = '\0';
@@ -156,8 +156,22 @@ static rp_status_t rp__cat_load_manifest(int cfd, rp__cat_ctx_t *x,
         goto err_buf;
     }
     if (rc != RP_OK) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file, "%s", why);
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                  RP_CKPT_NO_OFFSET, NULL, NULL, "%s", why);
         goto err_buf;
+    }
+    if ((rp__ckpt_parse_committed(v->ckpt, &name_step) ||
+         rp__ckpt_parse_inflight(v->ckpt, &name_step)) &&
+        m->step != name_step) {
+        (void)snprintf(exp, sizeof(exp), "step %llu",
+                       (unsigned long long)name_step);
+        (void)snprintf(got, sizeof(got), "step %llu",
+                       (unsigned long long)m->step);
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                  RP_CKPT_NO_OFFSET, exp, got,
+                                  "step %llu does not match the directory "
+                                  "name", (unsigned long long)m->step);
+        goto err_buf; /* @m parsed: handed back for display */
     }
     free(buf);
     rp__cat_close_ro(&fd);
@@ -171,15 +185,14 @@ err_fd:
     return rc;
 }
 
-/* Re-read every chunk of an open shard and compare CRCs. */
-static rp_status_t rp__cat_check_chunks(int fd, rp__cat_ctx_t *x,
-                                        const char *file, const char *what,
-                                        const rp__ckpt_manifest_t *m,
-                                        uint32_t rank)
+/* Re-read every chunk of an open shard and judge its CRC. */
+static rp_status_t rp__val_chunks(int fd, rp__ckpt_verdict_t *v,
+                                  const char *file, const char *what,
+                                  const rp__ckpt_manifest_t *m, uint32_t rank)
 {
     const rp__ckpt_shard_info_t *sh = &m->shards[rank];
-    size_t buflen = m->chunk_size < RP_CAT_READ_BUF ? (size_t)m->chunk_size
-                                                    : RP_CAT_READ_BUF;
+    size_t buflen = m->chunk_size < RP_VAL_READ_BUF ? (size_t)m->chunk_size
+                                                    : RP_VAL_READ_BUF;
     uint64_t pos = 0;
     uint32_t c;
     unsigned char *buf;
@@ -198,8 +211,11 @@ static rp_status_t rp__cat_check_chunks(int fd, rp__cat_ctx_t *x,
     for (c = 0; c < sh->nchunks && rc == RP_OK; c++) {
         uint64_t left = sh->length - pos;
         uint64_t chunk = left < m->chunk_size ? left : m->chunk_size;
+        uint64_t off = RP_CKPT_SHARD_HEADER_SIZE + pos;
+        char part[32];
         uint32_t crc = 0;
 
+        (void)snprintf(part, sizeof(part), "chunk %u", c);
         while (chunk > 0) {
             size_t want = chunk < buflen ? (size_t)chunk : buflen, got;
 
@@ -207,28 +223,22 @@ static rp_status_t rp__cat_check_chunks(int fd, rp__cat_ctx_t *x,
                                      RP_CKPT_SHARD_HEADER_SIZE + pos, &got,
                                      what);
             if (rc != RP_OK) {
-                (void)rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                                     "read error in chunk %u", c);
+                (void)rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, part,
+                                           off, NULL, NULL, "read error");
                 break;
             }
             if (got != want) {
-                rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                                    "shrank while being read (chunk %u)", c);
+                rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, part, off,
+                                          NULL, NULL,
+                                          "shrank while being read");
                 break;
             }
             crc = rp__crc32c(crc, buf, got);
             pos += got;
             chunk -= got;
         }
-        if (rc == RP_OK && crc != sh->chunk_crc[c]) {
-            char where[RP_CKPT_NAME_MAX + 32];
-
-            /* "<ckpt>/<shard> chunk N: ..." names the exact bytes to
-             * inspect (chunk N starts at file offset 4096 + N*chunk_size). */
-            snprintf(where, sizeof(where), "%s chunk %u", file, c);
-            rc = rp__cat_finding(x, RP_CKPT_CORRUPT, where,
-                                "crc32c 0x%08x != manifest 0x%08x", crc,
-                                sh->chunk_crc[c]);
+        if (rc == RP_OK) {
+            rc = rp__ckpt_judge_chunk(v, m, rank, c, crc);
         }
     }
     /* A verified checkpoint is usually not read again soon; do not let a
@@ -238,49 +248,49 @@ static rp_status_t rp__cat_check_chunks(int fd, rp__cat_ctx_t *x,
     return rc;
 }
 
-static rp_status_t rp__cat_verify_shard(int cfd, rp__cat_ctx_t *x,
-                                        const rp__ckpt_manifest_t *m,
-                                        uint32_t rank, bool full)
+/* Strip the decoder's "shard header " lead: the verdict's part says it. */
+static const char *rp__val_header_why(const char *why)
+{
+    static const char lead[] = "shard header ";
+
+    return strncmp(why, lead, sizeof(lead) - 1) == 0 ? why + sizeof(lead) - 1
+                                                     : why;
+}
+
+static rp_status_t rp__val_shard(int cfd, rp__ckpt_verdict_t *v,
+                                 const rp__ckpt_manifest_t *m, uint32_t rank,
+                                 bool full)
 {
     const rp__ckpt_shard_info_t *sh = &m->shards[rank];
     unsigned char *hbuf;
-    char file[RP_CKPT_NAME_MAX], what[2 * RP_CKPT_NAME_MAX + 2], why[256];
+    char file[RP_CKPT_NAME_MAX], what[2 * RP_CKPT_NAME_MAX], why[256];
+    char exp[48], got_s[48];
     rp__ckpt_shard_header_t hdr;
-    uint64_t want_size = RP_CKPT_SHARD_HEADER_SIZE + sh->length;
-    struct stat st;
+    uint64_t want_size = RP_CKPT_SHARD_HEADER_SIZE + sh->length, fsize;
     size_t got;
     int fd;
     rp_status_t rc;
 
     rp__ckpt_name_shard(rank, file, sizeof(file));
-    snprintf(what, sizeof(what), "%s%s%s", x->label,
-             x->label[0] != '\0' ? "/" : "", file);
-    fd = openat(cfd, file, RP_CAT_FILE_FLAGS);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            return rp__cat_finding(x, RP_CKPT_INCOMPLETE, file, "missing");
-        }
-        if (errno == ELOOP) {
-            return rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                                  "is a symbolic link");
-        }
-        return rp__cat_ioerr(x, file, "open", errno);
+    rp__val_what(v, file, what, sizeof(what));
+    rc = rp__val_open(cfd, v, file, &fd, &fsize);
+    if (rc != RP_OK) {
+        return rc;
     }
-    if (fstat(fd, &st) != 0) {
-        rc = rp__cat_ioerr(x, file, "fstat", errno);
-        goto err_fd;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file, "not a regular file");
-        goto err_fd;
-    }
-    if (st.st_size < 0 || (uint64_t)st.st_size != want_size) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                            "%s: %lld bytes, expected %llu",
-                            (uint64_t)st.st_size < want_size ? "truncated"
-                                                             : "too long",
-                            (long long)st.st_size,
-                            (unsigned long long)want_size);
+    if (fsize != want_size) {
+        /* Checked before the header: a file cut inside its header is
+         * "truncated", which says more than a bad header would. */
+        (void)snprintf(exp, sizeof(exp), "%llu bytes",
+                       (unsigned long long)want_size);
+        (void)snprintf(got_s, sizeof(got_s), "%llu bytes",
+                       (unsigned long long)fsize);
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, NULL,
+                                  fsize < want_size ? fsize : want_size, exp,
+                                  got_s, "%s: %llu bytes, expected %llu",
+                                  fsize < want_size ? "truncated"
+                                                    : "too long",
+                                  (unsigned long long)fsize,
+                                  (unsigned long long)want_size);
         goto err_fd;
     }
     hbuf = malloc(RP_CKPT_SHARD_HEADER_SIZE);
@@ -292,12 +302,13 @@ static rp_status_t rp__cat_verify_shard(int cfd, rp__cat_ctx_t *x,
     rc = rp__ckpt_pread_full(fd, hbuf, RP_CKPT_SHARD_HEADER_SIZE, 0, &got,
                              what);
     if (rc != RP_OK) {
-        (void)rp__cat_finding(x, RP_CKPT_CORRUPT, file, "read error");
+        (void)rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, "shard header",
+                                   0, NULL, NULL, "read error");
         goto err_hbuf;
     }
     if (got != RP_CKPT_SHARD_HEADER_SIZE) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file,
-                            "shrank while being read");
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, "shard header",
+                                  0, NULL, NULL, "shrank while being read");
         goto err_hbuf;
     }
     why[0] = '\0';
@@ -308,13 +319,14 @@ static rp_status_t rp__cat_verify_shard(int cfd, rp__cat_ctx_t *x,
                                          why, sizeof(why));
     }
     if (rc != RP_OK) {
-        rc = rp__cat_finding(x, RP_CKPT_CORRUPT, file, "%s", why);
+        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, "shard header", 0,
+                                  NULL, NULL, "%s", rp__val_header_why(why));
         goto err_hbuf;
     }
     free(hbuf);
     hbuf = NULL;
     if (full) {
-        rc = rp__cat_check_chunks(fd, x, file, what, m, rank);
+        rc = rp__val_chunks(fd, v, file, what, m, rank);
         if (rc != RP_OK) {
             goto err_fd;
         }
@@ -329,13 +341,25 @@ err_fd:
     return rc;
 }
 
+/* The old interface's outputs from a verdict. */
+static void rp__val_report(const rp__ckpt_verdict_t *v,
+                           rp__ckpt_state_t *state_p, char *msg,
+                           size_t msglen)
+{
+    if (state_p != NULL) {
+        *state_p = v->state;
+    }
+    if (msg != NULL && msglen > 0) {
+        (void)rp__ckpt_verdict_format(v, msg, msglen);
+    }
+}
+
 rp_status_t rp__ckpt_verify_shard(int ckptfd, const char *label,
                                   const rp__ckpt_manifest_t *m, uint32_t rank,
                                   bool full, rp__ckpt_state_t *state_p,
                                   char *msg, size_t msglen)
 {
-    rp__cat_ctx_t x = {label != NULL ? label : "", RP_CKPT_COMPLETE, msg,
-                      msglen};
+    rp__ckpt_verdict_t v;
     rp_status_t rc;
 
     if (msg != NULL && msglen > 0) {
@@ -345,8 +369,9 @@ rp_status_t rp__ckpt_verify_shard(int ckptfd, const char *label,
         state_p == NULL) {
         return RP_ERR_INVALID_ARG;
     }
-    rc = rp__cat_verify_shard(ckptfd, &x, m, rank, full);
-    *state_p = x.state;
+    rp__ckpt_verdict_init(&v, label);
+    rc = rp__val_shard(ckptfd, &v, m, rank, full);
+    rp__val_report(&v, state_p, msg, msglen);
     return rc;
 }
 
@@ -355,57 +380,36 @@ rp_status_t rp__ckpt_load_manifest_at(int ckptfd, const char *label,
                                       rp__ckpt_state_t *state_p,
                                       char *msg, size_t msglen)
 {
-    rp__cat_ctx_t x = {label != NULL ? label : "", RP_CKPT_COMPLETE, msg,
-                      msglen};
+    rp__ckpt_verdict_t v;
     uint64_t size = 0;
     rp_status_t rc;
 
-    if (msg != NULL && msglen > 0) {
-        msg[0] = '\0';
-    }
     memset(m, 0, sizeof(*m));
-    rc = rp__cat_load_manifest(ckptfd, &x, m, &size);
-    *state_p = x.state;
+    rp__ckpt_verdict_init(&v, label);
+    rc = rp__val_manifest(ckptfd, &v, m, &size);
+    if (rc != RP_OK) {
+        rp__ckpt_manifest_free(m);
+    }
+    rp__val_report(&v, state_p, msg, msglen);
     return rc;
 }
 
-rp_status_t rp__cat_verify_dirfd(int cfd, const char *name, bool full,
-                                 rp__ckpt_state_t *state_p,
-                                 rp__ckpt_manifest_t *m_out,
-                                 uint64_t *manifest_size_p,
-                                 char *msg, size_t msglen)
+rp_status_t rp__cat_validate_dirfd(int cfd, const char *name, bool full,
+                                   rp__ckpt_verdict_t *v,
+                                   rp__ckpt_manifest_t *m_out,
+                                   uint64_t *manifest_size_p)
 {
-    rp__cat_ctx_t x = {name, RP_CKPT_COMPLETE, msg, msglen};
     rp__ckpt_manifest_t m;
-    uint64_t name_step, msize = 0;
-    bool has_step;
+    uint64_t msize = 0;
     uint32_t r;
     rp_status_t rc;
 
     memset(&m, 0, sizeof(m));
-    if (msg != NULL && msglen > 0) {
-        msg[0] = '\0';
+    rp__ckpt_verdict_init(v, name);
+    rc = rp__val_manifest(cfd, v, &m, &msize);
+    for (r = 0; rc == RP_OK && r < m.world_size; r++) {
+        rc = rp__val_shard(cfd, v, &m, r, full);
     }
-    has_step = rp__ckpt_parse_committed(name, &name_step) ||
-               rp__ckpt_parse_inflight(name, &name_step);
-    rc = rp__cat_load_manifest(cfd, &x, &m, &msize);
-    if (rc != RP_OK) {
-        goto out;
-    }
-    if (has_step && m.step != name_step) {
-        rc = rp__cat_finding(&x, RP_CKPT_CORRUPT, RP_CKPT_MANIFEST_NAME,
-                            "step %llu does not match the directory name",
-                            (unsigned long long)m.step);
-        goto out;
-    }
-    for (r = 0; r < m.world_size; r++) {
-        rc = rp__cat_verify_shard(cfd, &x, &m, r, full);
-        if (rc != RP_OK) {
-            break;
-        }
-    }
-out:
-    *state_p = x.state;
     if (manifest_size_p != NULL) {
         *manifest_size_p = msize;
     }
@@ -417,40 +421,61 @@ out:
     return rc;
 }
 
-rp_status_t rp__ckpt_verify_at(int dirfd, const char *name, bool full,
-                               rp__ckpt_state_t *state_p,
-                               rp__ckpt_manifest_t *m_out,
-                               char *msg, size_t msglen)
+rp_status_t rp__ckpt_validate_at(int dirfd, const char *name, bool full,
+                                 rp__ckpt_verdict_t *v,
+                                 rp__ckpt_manifest_t *m_out)
 {
-    /* Messages about the directory itself name it as the file. */
-    rp__cat_ctx_t x = {"", RP_CKPT_CORRUPT, msg, msglen};
     int cfd;
     rp_status_t rc;
 
     if (m_out != NULL) {
         memset(m_out, 0, sizeof(*m_out));
     }
-    if (name == NULL || state_p == NULL) {
+    if (v == NULL) {
         return RP_ERR_INVALID_ARG;
     }
-    *state_p = RP_CKPT_CORRUPT;
+    /* Findings about the directory itself name it in the file's place. */
+    rp__ckpt_verdict_init(v, name);
+    if (name == NULL) {
+        return RP_ERR_INVALID_ARG;
+    }
     cfd = openat(dirfd, name, RP_CAT_DIR_FLAGS);
     if (cfd < 0) {
         if (errno == ENOENT) {
-            (void)rp__cat_finding(&x, RP_CKPT_INCOMPLETE, name,
-                                 "does not exist");
-            *state_p = RP_CKPT_INCOMPLETE;
+            (void)rp__ckpt_verdict_set(v, RP_CKPT_INCOMPLETE, NULL, NULL,
+                                       RP_CKPT_NO_OFFSET, NULL, NULL,
+                                       "does not exist");
             return RP_ERR_NOT_FOUND;
         }
         if (errno == ENOTDIR || errno == ELOOP) {
-            return rp__cat_finding(&x, RP_CKPT_CORRUPT, name,
-                                  "not a directory");
+            return rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, NULL, NULL,
+                                        RP_CKPT_NO_OFFSET, NULL, NULL,
+                                        "not a directory");
         }
-        return rp__cat_ioerr(&x, name, "open", errno);
+        rp_error("%s: open: %s", name, strerror(errno));
+        (void)rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, NULL, NULL,
+                                   RP_CKPT_NO_OFFSET, NULL, NULL, "open: %s",
+                                   strerror(errno));
+        return RP_ERR_IO;
     }
-    rc = rp__cat_verify_dirfd(cfd, name, full, state_p, m_out, NULL, msg,
-                             msglen);
+    rc = rp__cat_validate_dirfd(cfd, name, full, v, m_out, NULL);
     rp__cat_close_ro(&cfd);
+    return rc;
+}
+
+rp_status_t rp__ckpt_verify_at(int dirfd, const char *name, bool full,
+                               rp__ckpt_state_t *state_p,
+                               rp__ckpt_manifest_t *m_out,
+                               char *msg, size_t msglen)
+{
+    rp__ckpt_verdict_t v;
+    rp_status_t rc;
+
+    if (state_p == NULL) {
+        return RP_ERR_INVALID_ARG;
+    }
+    rc = rp__ckpt_validate_at(dirfd, name, full, &v, m_out);
+    rp__val_report(&v, state_p, msg, msglen);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ringpoint-ckpt against real checkpoints written by the format layer:
-# ls, verify (naming the bad file and chunk), show and prune. Prints TAP.
+# ls, verify (naming the bad file and chunk), show, prune and --help.
+# tests/tools/ckpt_flip.c damages a checkpoint everywhere. Prints TAP.
 # Run by make check, which sets RP_CKPT_TOOL and RP_CKPT_FIXTURE.
 set -u
 ckpt=${RP_CKPT_TOOL:?}
@@ -72,9 +73,16 @@ t_ls_shows_corrupt() {
     echo "$out" | grep -Eq '^ +30 .*corrupt.*shard-000001.rp chunk 1'
 }
 
-t_verify_default_skips_corrupt() {
-    # With the newest one corrupt, the newest *complete* one is 20.
-    "$ckpt" verify "$dir" | grep -q "step 20: complete"
+t_verify_default_walks_back() {
+    local out rc
+    # The newest one is corrupt: verify says so (exit 1), naming the file
+    # and chunk, and goes on to the newest complete one, 20.
+    out=$("$ckpt" verify "$dir" 2>&1)
+    rc=$?
+    echo "$out"
+    [ $rc = 1 ] &&
+    echo "$out" | grep -q "^step 30: corrupt: step-000000000030/shard-000001.rp chunk 1: " &&
+    echo "$out" | grep -q "^step 20: complete"
 }
 
 t_missing_shard_incomplete() {
@@ -111,6 +119,10 @@ t_usage_errors() {
     "$ckpt" prune "$dir" --keep 0 >/dev/null 2>&1; rc=$?
     [ $rc = 2 ] || return 1
     "$ckpt" ls /nonexistent/rp >/dev/null 2>&1; rc=$?
+    [ $rc = 2 ] || return 1
+    "$ckpt" verify "$dir" --bogus >/dev/null 2>&1; rc=$?
+    [ $rc = 2 ] || return 1
+    "$ckpt" ls "$dir" 20 >/dev/null 2>&1; rc=$?
     [ $rc = 2 ]
 }
 
@@ -122,7 +134,35 @@ t_prune() {
     out=$("$ckpt" prune "$dir" --keep 1) || return 1
     echo "$out"
     [ ! -e "$dir/step-000000000010" ] && [ -e "$dir/step-000000000020" ] &&
-    [ -e "$dir/step-000000000030" ] && [[ $out == "removed 1 checkpoint from"* ]]
+    [ -e "$dir/step-000000000030" ] &&
+    echo "$out" | grep -q "^removed 1 checkpoint from" &&
+    echo "$out" | grep -q "^step 10: complete (removed)" &&
+    echo "$out" | grep -q "^step 30: corrupt: .*shard-000001.rp chunk 1: .*(kept" &&
+    echo "$out" | grep -q "^step 25: incomplete: .*shard-000000.rp: missing (kept"
+}
+
+t_help_everywhere() {
+    local c out
+    # Every command takes --help and -h (usage on stdout, exit 0): never
+    # taken for a directory.
+    for c in ls verify show prune bench; do
+        out=$("$ckpt" $c --help) || { echo "$c --help failed"; return 1; }
+        [[ $out == "Usage: ringpoint-ckpt $c"* ]] || { echo "$out"; return 1; }
+        out=$("$ckpt" $c "$dir" -h) || { echo "$c DIR -h failed"; return 1; }
+        [[ $out == "Usage: ringpoint-ckpt $c"* ]] || { echo "$out"; return 1; }
+    done
+    "$ckpt" --help | grep -q "^Usage: ringpoint-ckpt"
+}
+
+t_show_corrupt() {
+    local out rc
+    # show judges in full: the verdict first, then the manifest; exit 1.
+    out=$("$ckpt" show "$dir" 30)
+    rc=$?
+    echo "$out"
+    [ $rc = 1 ] &&
+    [[ $(echo "$out" | head -n 1) == "step 30: corrupt: step-000000000030/shard-000001.rp chunk 1: "* ]] &&
+    [[ $out == *"step           30"* ]]
 }
 
 check "ls on an empty directory" t_ls_empty
@@ -131,11 +171,13 @@ check "ls shows three complete checkpoints" t_ls_complete
 check "verify passes good checkpoints" t_verify_good
 check "verify names the corrupt shard and chunk" t_verify_names_chunk
 check "ls --full shows the corrupt checkpoint and why" t_ls_shows_corrupt
-check "verify without STEP picks the newest complete" t_verify_default_skips_corrupt
+check "verify without STEP walks back to the newest complete" t_verify_default_walks_back
 check "a missing shard makes a checkpoint incomplete" t_missing_shard_incomplete
 check "show prints the manifest" t_show
 check "show of a missing step exits 1" t_show_missing_step
+check "show judges in full and names the bad chunk" t_show_corrupt
 check "bad arguments exit 2" t_usage_errors
 check "prune keeps the newest complete checkpoint" t_prune
+check "every command takes --help" t_help_everywhere
 echo "1..$n"
 exit $failed
