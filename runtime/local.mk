@@ -22,6 +22,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/bootstrap/single.c \
 	runtime/signal/signal.c runtime/signal/signal.h \
 	runtime/transport/transport.c runtime/transport/transport.h \
+	runtime/transport/liveness.c runtime/transport/liveness.h \
 	runtime/coll/api.c \
 	runtime/coll/backend.h runtime/coll/host.c \
 	runtime/coll/chunk.c runtime/coll/chunk.h \

@@ -22,6 +22,7 @@
  */
 #include "config.h"
 
+#include "transport/liveness.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
@@ -50,14 +51,17 @@ static unsigned rp_ucx_generation;
  * closes them by force (a peer that died never answers a flush). */
 #define RP_UCX_CLOSE_TIMEOUT_NS (2ULL * 1000 * 1000 * 1000)
 
-#define RP_UCX_CARD_MAGIC 0x72707531u /* "rpu1" */
+#define RP_UCX_CARD_MAGIC 0x72707532u /* "rpu2" */
 
 /* Published before the worker address. */
 typedef struct rp_ucx_card {
     uint32_t magic;
     uint32_t pid;
     uint64_t pidns;    /* inode of /proc/self/ns/pid */
+    uint64_t netns;    /* inode of /proc/self/ns/net */
     char boot_id[40];  /* /proc/sys/kernel/random/boot_id */
+    char node[32];     /* Slurm's node name, or the host name: messages */
+    rp_live_card_t live;
 } rp_ucx_card_t;
 
 typedef struct rp_ucx_peer {
@@ -65,7 +69,10 @@ typedef struct rp_ucx_peer {
     int rank;
     ucp_ep_h ep;
     rp_status_t status; /* RP_ERR_PEER_FAILED once a failure was seen */
+    ucs_status_t error; /* what UCX said of the failure, if it did */
     pid_t pid;          /* > 0: same host, liveness checked by pid */
+    char node[32];      /* where it runs, for messages */
+    char addr[16];      /* the address its host is pinged at */
 } rp_ucx_peer_t;
 
 typedef struct rp_ucx {
@@ -77,12 +84,19 @@ typedef struct rp_ucx {
      * refuses to destroy endpoints with requests pending, so close them all
      * by force rather than by flush. */
     bool dirty;
+    /* A lost peer was reported: those that follow (peers closing down
+     * after it) are not news. */
+    bool reported;
     rp_ucx_card_t card; /* this process's */
     char key[48];       /* where the addresses are published */
+    rp_live_t *live;    /* pings remote peers' hosts; NULL: off */
+    uint64_t live_timeout_s;
 } rp_ucx_t;
 
+/* Fill all of @card but its live part. */
 static void rp_ucx_card_init(rp_ucx_card_t *card)
 {
+    const char *value;
     struct stat st;
     ssize_t n;
     int fd;
@@ -92,6 +106,15 @@ static void rp_ucx_card_init(rp_ucx_card_t *card)
     card->pid = (uint32_t)getpid();
     if (stat("/proc/self/ns/pid", &st) == 0) {
         card->pidns = (uint64_t)st.st_ino;
+    }
+    if (stat("/proc/self/ns/net", &st) == 0) {
+        card->netns = (uint64_t)st.st_ino;
+    }
+    value = getenv("SLURMD_NODENAME");
+    if (value != NULL && *value != '\0') {
+        snprintf(card->node, sizeof(card->node), "%s", value);
+    } else if (gethostname(card->node, sizeof(card->node) - 1) != 0) {
+        snprintf(card->node, sizeof(card->node), "?");
     }
     fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -103,13 +126,17 @@ static void rp_ucx_card_init(rp_ucx_card_t *card)
     }
 }
 
-/* Whether a pid from @peer's card names the same process here. */
+/* Whether a pid from @peer's card names the same process here, and the
+ * two talk without a network between them. A peer in another network
+ * namespace (a container, an emulated host) can be cut off from us by its
+ * link while its pid lives on: to it the endpoint needs the PEER mode,
+ * like to another host. */
 static bool rp_ucx_same_host(const rp_ucx_card_t *mine,
                              const rp_ucx_card_t *peer)
 {
     return mine->boot_id[0] != '\0' && mine->pidns != 0 &&
            memcmp(mine->boot_id, peer->boot_id, sizeof(mine->boot_id)) == 0 &&
-           mine->pidns == peer->pidns;
+           mine->pidns == peer->pidns && mine->netns == peer->netns;
 }
 
 static uint64_t rp_ucx_now_ns(void)
@@ -139,18 +166,19 @@ static rp_status_t rp_ucx_status(ucs_status_t st)
     }
 }
 
+/* Recorded, not reported: the error is news only to a rank that still
+ * needs the peer, and peer_status() says so when a wait asks. A connection
+ * also fails when its peer finalizes first and exits, while this rank is
+ * still closing down: that is a clean end, and must not print an error. */
 static void rp_ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t st)
 {
     rp_ucx_peer_t *peer = arg;
 
     (void)ep;
-    if (peer->status == RP_OK && !peer->ucx->dirty) {
-        rp_error("transport: the connection to rank %d failed: %s "
-                 "(did that rank die?)", peer->rank, ucs_status_string(st));
-    } else {
-        /* After a first failure, peers closing down follow: not news. */
-        rp_debug("transport: the connection to rank %d failed: %s",
-                 peer->rank, ucs_status_string(st));
+    rp_debug("transport: the connection to rank %d failed: %s", peer->rank,
+             ucs_status_string(st));
+    if (peer->status == RP_OK) {
+        peer->error = st;
     }
     peer->ucx->dirty = true;
     peer->status = RP_ERR_PEER_FAILED;
@@ -215,6 +243,8 @@ static rp_status_t rp_ucx_connect(rp_transport_t *tp, int rank)
         return RP_ERR_BOOTSTRAP;
     }
     card.boot_id[sizeof(card.boot_id) - 1] = '\0';
+    card.node[sizeof(card.node) - 1] = '\0';
+    snprintf(peer->node, sizeof(peer->node), "%s", card.node);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -225,6 +255,11 @@ static rp_status_t rp_ucx_connect(rp_transport_t *tp, int rank)
         getenv("RINGPOINT_UCX_PEER_ERRMODE") == NULL) {
         params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
         peer->pid = (pid_t)card.pid;
+    }
+    if (params.err_mode == UCP_ERR_HANDLING_MODE_PEER && ucx->live != NULL) {
+        /* Across a network: its host may vanish without a word. */
+        rp__live_watch(ucx->live, rank, &card.live);
+        rp__live_addr_str(&card.live, peer->addr, sizeof(peer->addr));
     }
     params.err_handler.cb = rp_ucx_err_cb;
     params.err_handler.arg = peer;
@@ -382,19 +417,42 @@ static void rp_ucx_block(rp_transport_t *tp, int timeout_ms)
 static rp_status_t rp_ucx_peer_status(rp_transport_t *tp, int peer)
 {
     rp_ucx_t *ucx = tp->impl;
-
+    uint64_t silent_ms = 0;
     rp_ucx_peer_t *p;
 
     if (peer < 0 || peer >= tp->size) {
         return RP_OK;
     }
     p = &ucx->peers[peer];
+    if (p->error != UCS_OK) {
+        if (!ucx->reported) {
+            rp_error("transport: the connection to rank %d on %s failed: %s "
+                     "(did that rank die?)", peer, p->node,
+                     ucs_status_string(p->error));
+        }
+        ucx->reported = true;
+        p->error = UCS_OK;
+    }
     if (p->status == RP_OK && p->pid > 0 && kill(p->pid, 0) != 0 &&
         errno == ESRCH) {
-        if (!ucx->dirty) {
+        if (!ucx->reported) {
             rp_error("transport: rank %d (pid %d on this host) has exited",
                      peer, (int)p->pid);
         }
+        ucx->reported = true;
+        p->status = RP_ERR_PEER_FAILED;
+        ucx->dirty = true;
+    }
+    if (p->status == RP_OK && rp__live_lost(ucx->live, peer, &silent_ms)) {
+        if (!ucx->reported) {
+            rp_error("transport: rank %d on %s (%s) is lost: its host has "
+                     "answered no liveness probe for %.1f s "
+                     "(RINGPOINT_PEER_TIMEOUT=%llus); the host is down or "
+                     "cut off from this one", peer, p->node, p->addr,
+                     (double)silent_ms / 1000.0,
+                     (unsigned long long)ucx->live_timeout_s);
+        }
+        ucx->reported = true;
         p->status = RP_ERR_PEER_FAILED;
         ucx->dirty = true;
     }
@@ -462,6 +520,7 @@ static void rp_ucx_destroy(rp_transport_t *tp)
     rp_ucx_t *ucx = tp->impl;
 
     rp_ucx_close_eps(ucx, tp->size);
+    rp__live_destroy(ucx->live);
     ucp_worker_destroy(ucx->worker);
     ucp_cleanup(ucx->context);
     free(ucx->peers);
@@ -571,6 +630,10 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
         ucx->peers[i].ucx = ucx;
         ucx->peers[i].rank = i;
     }
+    status = rp__live_timeout_env(&ucx->live_timeout_s);
+    if (status != RP_OK) {
+        goto err_free;
+    }
 
     status = RP_ERR_TRANSPORT;
     st = ucp_config_read(NULL, NULL, &config);
@@ -638,6 +701,15 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
         goto err_worker;
     }
     rp_ucx_card_init(&ucx->card);
+    /* Without it a lost host is noticed only by RINGPOINT_COLL_TIMEOUT:
+     * go on, but say so. */
+    if (ucx->live_timeout_s > 0 &&
+        rp__live_create(bs->rank, bs->size, ucx->live_timeout_s,
+                        &ucx->card.live, &ucx->live) != RP_OK) {
+        rp_warn("transport: no liveness check of remote hosts; a lost "
+                "host is noticed after RINGPOINT_COLL_TIMEOUT");
+        ucx->live = NULL;
+    }
     blob = malloc(sizeof(ucx->card) + addr_len);
     if (blob == NULL) {
         rp_error("transport: out of memory");
@@ -670,6 +742,7 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     return RP_OK;
 
 err_worker:
+    rp__live_destroy(ucx->live); /* NULL until the card was made */
     ucp_worker_destroy(ucx->worker);
 err_cleanup:
     ucp_cleanup(ucx->context);
