@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Failures between hosts, not only between processes. Each node of a
+# cluster of its own is an emulated host (scripts/cluster.sh with
+# RP_CLUSTER_NETNS=1: its own network namespace and address on a bridge),
+# and ranks talk over TCP (UCX_TLS=tcp,self) as on an Ethernet cluster.
+#   - a host cut off mid-training (its link set down: nothing closes,
+#     packets are lost): the other rank fails within RINGPOINT_PEER_TIMEOUT
+#     plus a little, naming the lost rank and its host; the checkpoints from
+#     before the cut verify; once the host is back the job is requeued and
+#     resumes to the digest of an uninterrupted run;
+#   - a clean run over TCP prints no error (the connections that close as
+#     ranks finish are not failures);
+#   - a job suspended for longer than the timeout is not declared lost.
+# The cluster is brought up and torn down here, in $RP_CLUSTER_DIR-netns on
+# ports RP_NETNS_CTLD_PORT / RP_NETNS_SLURMD_PORT (16867 / 16870..16871);
+# about 90 s in all. Needs root and `ip` (netns, veth, bridge).
+. "$(dirname "$0")/../lib/harness.sh"
+
+RP_TOP=$(cd "$(dirname "$0")/../.." && pwd)
+export RP_TOP
+export RP_NETNS_DIR=${RP_CLUSTER_DIR:-/var/tmp/ringpoint-cluster}-netns
+export RP_WORK=$RP_NETNS_DIR/work/netns
+export STEPS=600
+export UCX_TLS=tcp,self
+
+netns_cluster() { # netns_cluster COMMAND ARGS...
+    RP_CLUSTER_DIR=$RP_NETNS_DIR RP_CLUSTER_NETNS=1 RP_CLUSTER_CRED_EXPIRE=5 \
+        RP_CLUSTER_CTLD_PORT=${RP_NETNS_CTLD_PORT:-16867} \
+        RP_CLUSTER_SLURMD_PORT=${RP_NETNS_SLURMD_PORT:-16870} \
+        "$RP_TOP/scripts/cluster.sh" "$@"
+}
+
+if ! ip netns list >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
+    echo "# SKIP $(basename "$0"): needs root and ip netns"
+    exit 0
+fi
+if ! netns_cluster up -n 2 -p "$RP_PLUGIN" -a requeue_failed=yes; then
+    echo "fail netns-cluster-up" >>"$RP_RESULTS"
+    echo "not ok - netns cluster up"
+    exit 1
+fi
+trap 'netns_cluster down >/dev/null 2>&1 || true' EXIT
+eval "$(netns_cluster env)"
+. "$(dirname "$0")/../lib/jobs.sh"
+export TRAIN_DELAY="--step-delay-ms 20"
+
+# submit2 NAME [sbatch options]: like submit, 2 ranks on the 2 hosts, a
+# checkpoint every 2 s, a line every 50 steps.
+submit2() {
+    local name=$1
+    shift
+    cat >"$RP_WORK/$name.sh" <<SCRIPT
+#!/bin/bash
+echo "start restart=\${SLURM_RESTART_COUNT:-0}"
+srun ringpoint-example-train --steps $STEPS --log-every 50 $TRAIN_DELAY
+echo "srun exit \$?"
+SCRIPT
+    rm -rf "$RP_WORK/$name.out" "$RP_WORK/$name.ckpt"
+    sbatch --parsable -N2 -n2 --ntasks-per-node=1 --exclusive \
+        --open-mode=append -o "$RP_WORK/$name.out" \
+        --ckpt-dir="$RP_WORK/$name.ckpt" --ckpt-interval=2s "$@" \
+        "$RP_WORK/$name.sh"
+}
+
+# seconds_since T0: elapsed seconds, to a tenth.
+seconds_since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }'; }
+
+test_lost_host_fails_within_bound_and_resumes() {
+    local ref jid t0 before err_at ckpt
+    ref=$(srun -N2 -n2 --ntasks-per-node=1 --ckpt-dir="$RP_WORK/ref.$$" \
+        --ckpt-interval=0 ringpoint-example-train --steps "$STEPS" --log-every 0 |
+        sed -n 's/^final step=[0-9]* digest=//p')
+    [ -n "$ref" ] || fail "no reference digest"
+    jid=$(submit2 cut --requeue)
+    trap 'netns_cluster net-up n2 || true' EXIT
+    for _ in $(seq 600); do
+        grep -q '^step 300 ' "$RP_WORK/cut.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q '^step 300 ' "$RP_WORK/cut.out" || fail "job $jid never reached step 300"
+    before=$(cd "$RP_WORK/cut.ckpt" && ls -d step-* | sort)
+    [ -n "$before" ] || fail "no checkpoint before the cut"
+    t0=$(date +%s.%N)
+    netns_cluster net-down n2
+    for _ in $(seq 600); do
+        grep -q 'is lost' "$RP_WORK/cut.out" && break
+        sleep 0.1
+    done
+    err_at=$(seconds_since "$t0")
+    grep -v '^step ' "$RP_WORK/cut.out"
+    echo "error on the surviving rank ${err_at} s after the link went down"
+    assert_contains "$(cat "$RP_WORK/cut.out")" "rank 1 on n2 (10." "the error"
+    # RINGPOINT_PEER_TIMEOUT is 20 s: generous room for a loaded machine,
+    # far below RINGPOINT_COLL_TIMEOUT (5 min).
+    awk -v t="$err_at" 'BEGIN { exit !(t >= 15 && t <= 45) }' ||
+        fail "the lost host was reported after ${err_at} s"
+    # What was committed before the cut is all there and verifies.
+    for ckpt in $before; do
+        [ -d "$RP_WORK/cut.ckpt/$ckpt" ] || fail "$ckpt is gone"
+    done
+    ringpoint-ckpt verify "$RP_WORK/cut.ckpt" || fail "the checkpoints do not verify"
+    # The host comes back: the requeued job resumes and ends as if never
+    # interrupted.
+    netns_cluster net-up n2
+    wait_restarts "$jid" 1 150
+    echo "requeued $(seconds_since "$t0") s after the cut"
+    wait_done "$jid" 150
+    echo "done $(seconds_since "$t0") s after the cut"
+    grep -v '^step ' "$RP_WORK/cut.out"
+    assert_contains "$(cat "$RP_WORK/cut.out")" "resumed from step"
+    assert_eq "$(state "$jid")" COMPLETED
+    assert_eq "$(digest_in cut)" "$ref" "digest after the lost host"
+}
+
+test_clean_tcp_run_prints_no_error() {
+    local out i
+    for i in 1 2 3 4 5; do
+        out=$(srun -N2 -n3 --ckpt-dir="$RP_WORK/clean.$$.$i" --ckpt-interval=0 \
+            ringpoint-example-train --steps 50 --log-every 0 2>&1)
+        echo "$out"
+        assert_contains "$out" "final step=50"
+        assert_not_contains "$out" "error" "run $i"
+    done
+}
+
+test_suspended_job_is_not_lost() {
+    local jid
+    export RINGPOINT_PEER_TIMEOUT=3s
+    jid=$(submit2 suspend)
+    for _ in $(seq 600); do
+        grep -q '^step 100 ' "$RP_WORK/suspend.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    scontrol suspend "$jid"
+    sleep 8
+    scontrol resume "$jid"
+    wait_done "$jid" 120
+    cat "$RP_WORK/suspend.out"
+    assert_not_contains "$(cat "$RP_WORK/suspend.out")" "error"
+    assert_eq "$(state "$jid")" COMPLETED
+    assert_contains "$(cat "$RP_WORK/suspend.out")" "final step=$STEPS"
+}
+
+run_all
