@@ -214,8 +214,8 @@ test_ckpt_mixed_shards_rejected() {
     out=$(ringpoint-ckpt ls "$d" 2>&1); echo "$out"
     assert_eq "$(committed "$d")" "10" "complete steps after mixing"
     out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" restore 2>&1); echo "$out"
-    assert_contains "$out" "skipping $d/step-000000000030 (corrupt): step-000000000030/shard-000001.rp: checkpoint id differs"
-    assert_contains "$out" "skipping $d/step-000000000020 (corrupt): step-000000000020/shard-000001.rp: checkpoint id differs"
+    assert_contains "$out" "skipping $d/step-000000000030 (corrupt): step-000000000030/shard-000001.rp shard header: checkpoint id differs"
+    assert_contains "$out" "skipping $d/step-000000000020 (corrupt): step-000000000020/shard-000001.rp shard header: checkpoint id differs"
     restored_all "$out" 2 10
 }
 
