@@ -156,7 +156,7 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh \
 	tests/slurm/test_failure.sh tests/slurm/test_chaos.sh \
 	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh \
-	tests/slurm/test_python.sh
+	tests/slurm/test_python.sh tests/slurm/test_storage.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
@@ -177,3 +177,12 @@ tests_slurm_ringpoint_gpu_check_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 pkglibexec_PROGRAMS += tests/slurm/ringpoint-ckpt-check
 tests_slurm_ringpoint_ckpt_check_SOURCES = tests/slurm/ckpt_check.c
 tests_slurm_ringpoint_ckpt_check_LDADD = runtime/libringpoint.la
+
+# The storage tests' fault injector (tests/slurm/test_storage.sh), loaded
+# with LD_PRELOAD into the ranks: fails, slows or plants a symbolic link
+# at one chosen file call of the commit. Only the C library's.
+faultfsdir = $(pkglibexecdir)
+faultfs_LTLIBRARIES = tests/slurm/ringpoint-faultfs.la
+tests_slurm_ringpoint_faultfs_la_SOURCES = tests/slurm/faultfs.c
+tests_slurm_ringpoint_faultfs_la_LDFLAGS = -module -avoid-version -shared
+tests_slurm_ringpoint_faultfs_la_LIBADD = -ldl

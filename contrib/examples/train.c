@@ -407,7 +407,20 @@ int main(int argc, char **argv)
         if (o.delay_ms != 0) {
             sleep_ms(o.delay_ms);
         }
-        CHECK(rp_step(ctx, trainer.step, &result));
+        status = rp_step(ctx, trainer.step, &result);
+        if (status == RP_ERR_IO || status == RP_ERR_NO_MEMORY) {
+            /* A checkpoint could not be written (a full or failing disk;
+             * the runtime logged which file): the model is intact and the
+             * previous checkpoint stays, so training goes on. */
+            if (rank == 0) {
+                fprintf(stderr, "train: checkpoint failed (%s); training goes on\n",
+                        rp_status_string(status));
+            }
+        } else if (status != RP_OK) {
+            fprintf(stderr, "train: rank %d: rp_step: %s\n", rank,
+                    rp_status_string(status));
+            goto err_finalize;
+        }
         if (result.stop) {
             if (rank == 0) {
                 printf("stopping at step %" PRIu64 ": %s\n", trainer.step,

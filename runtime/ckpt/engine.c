@@ -256,6 +256,15 @@ static rp_status_t rp_eng_take(rp__ckpt_engine_t *e, uint64_t step, bool wait,
 static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
                             int why, bool committed);
 
+/* A checkpoint that failed in the file system (or for memory), agreed on
+ * by every rank, rather than a failure of the ranks' communication. */
+static bool rp_eng_write_failed(rp_status_t rc)
+{
+    return rc != RP_ERR_TRANSPORT && rc != RP_ERR_TIMEOUT &&
+           rc != RP_ERR_PEER_FAILED && rc != RP_ERR_BOOTSTRAP &&
+           rc != RP_ERR_MISMATCH;
+}
+
 /* Rank 0 weighs the time the stop has against its recent checkpoints, logs
  * the budget and decides (for all: a broadcast) whether the stop
  * checkpoint can be written. Collective; runs only when stopping. */
@@ -359,6 +368,22 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
     e->last_step = step;
     stop = v[2] != 0;
     due = v[0] != 0 || v[1] != 0 || stop;
+    if (e->pend.active && v[0] != 0 && v[1] == 0 && !stop && v[3] != 0) {
+        /* A slow file system must not slow training down: a checkpoint
+         * that the interval makes due while the last one is still being
+         * written is put off, not waited for, and taken at the first safe
+         * point after the write ends. A stop, RINGPOINT_CKPT_EVERY (the
+         * caller asked for those steps), rp_checkpoint and rp_finalize
+         * wait for a write in flight. */
+        if (e->rank == 0 && !e->pend.postponed) {
+            rp_warn("checkpoint of step %llu postponed: the one of step "
+                    "%llu is still being written to %s",
+                    (unsigned long long)step,
+                    (unsigned long long)e->pend.step, e->dir);
+        }
+        e->pend.postponed = true;
+        due = false;
+    }
     if (e->pend.active && (due || v[3] == 0)) {
         /* A background write failed: this is the safe point that says so;
          * training and the next checkpoint go on. */
@@ -377,8 +402,26 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
         rc = rp_eng_take(e, step, stop, &taken);
     }
     if (stop) {
-        /* The stop checkpoint is committed (or failed, said above): leave
-         * the loop either way, the job is being stopped. */
+        /* The stop checkpoint is committed, or failed (logged where it
+         * failed): leave the loop either way, the job is being stopped.
+         * A write that failed (a full or failing disk) with the ranks
+         * still talking is a stop without a new checkpoint, as when there
+         * is no time for one: rp_step says RP_OK, so that the caller exits
+         * RP_EXIT_STOPPED and the job resumes from the previous one. An
+         * earlier background write that failed (@prev, logged) must not
+         * hide the stop either. */
+        if (rc != RP_OK && rp_eng_write_failed(rc)) {
+            if (e->rank == 0) {
+                rp_warn("stop at step %llu: its checkpoint could not be "
+                        "written (%s); stopping without it, the job resumes "
+                        "from step %llu", (unsigned long long)step,
+                        rp_status_string(rc),
+                        e->have_ckpt_step ? (unsigned long long)e->ckpt_step
+                                          : 0ull);
+            }
+            rc = RP_OK;
+        }
+        prev = RP_OK;
         if (e->rank == 0) {
             rp_eng_log_stop(e, step, (int)v[2], rc == RP_OK && taken);
         }

@@ -78,6 +78,7 @@ typedef struct rp__ckpt_pending {
     rp_status_t write_status; /* this rank's shard write */
     rp__ckpt_write_stats_t wstats;
     uint64_t t_begin_ns;
+    bool postponed;           /* a checkpoint was put off for this write */
 } rp__ckpt_pending_t;
 
 /* Figures of the last checkpoint and restore, for ringpoint-ckpt bench. */
