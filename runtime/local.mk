@@ -68,7 +68,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/async.c \
 	runtime/ckpt/reader.c runtime/ckpt/reader.h \
 	runtime/ckpt/reader_plan.c runtime/ckpt/reader_shard.c \
-	runtime/ckpt/reader_find.c runtime/ckpt/reader_peer.c \
+	runtime/ckpt/reader_find.c \
 	runtime/ckpt/api.c
 runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"'
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

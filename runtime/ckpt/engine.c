@@ -41,9 +41,7 @@ static volatile sig_atomic_t rp_eng_stop_pending;
  * RANK's shard writes fail half way with an I/O error, "kill" makes RANK
  * SIGKILL itself half way through writing, for checkpoints of steps >=
  * STEP (default 0); "stop" makes RANK request a stop at step STEP, as a
- * signal handler would; "peer" makes RANK's restore copies out of the
- * other ranks' memory fail (as without ptrace rights), so the restore
- * falls back to the transport. Documented in doc/checkpoint-format.md. */
+ * signal handler would. Documented in doc/checkpoint-format.md. */
 static void rp_eng_parse_fault(rp__ckpt_engine_t *e)
 {
     const char *v = getenv("RINGPOINT_CKPT_FAULT");
@@ -57,14 +55,13 @@ static void rp_eng_parse_fault(rp__ckpt_engine_t *e)
     }
     n = sscanf(v, "%15[a-z]:%u:%llu", kind, &rank, &step);
     if (n < 2 || (strcmp(kind, "write") != 0 && strcmp(kind, "kill") != 0 &&
-                  strcmp(kind, "stop") != 0 && strcmp(kind, "peer") != 0)) {
+                  strcmp(kind, "stop") != 0)) {
         rp_warn("RINGPOINT_CKPT_FAULT=%s ignored (KIND:RANK[:STEP], KIND "
-                "write, kill, stop or peer)", v);
+                "write, kill or stop)", v);
         return;
     }
     e->fault = strcmp(kind, "kill") == 0   ? RP_CKPT_FAULT_KILL
                : strcmp(kind, "stop") == 0 ? RP_CKPT_FAULT_STOP
-               : strcmp(kind, "peer") == 0 ? RP_CKPT_FAULT_PEER
                                            : RP_CKPT_FAULT_WRITE;
     e->fault_rank = rank;
     e->fault_step = step;

@@ -9,12 +9,10 @@
  * stripe of that stream from whichever old shards hold it (several, when
  * the world size changed), reading whole chunks and checking their CRCs,
  * plus its own per-rank regions; nothing is written into the application's
- * memory yet. An allreduce of the verdicts decides for everyone
- * (reader_peer.c): all good, then ranks on one host copy each other's
- * stripes straight from memory, or else rounds of allgather rebuild the
- * replicated regions on every rank; the per-rank ones are copied in; a
- * bad CRC or unreadable file on any rank, then every rank tries the next
- * older checkpoint; a region
+ * memory yet. An allreduce(MIN) of a verdict decides for everyone: all
+ * good, then rounds of allgather rebuild the replicated regions on every
+ * rank and the per-rank ones are copied in; a bad CRC or unreadable file
+ * on any rank, then every rank tries the next older checkpoint; a region
  * that does not fit the checkpoint, then every rank fails.
  *
  * Everything taken from the manifest is checked against the registered
@@ -73,8 +71,9 @@ static void rp__rd_release(rp__rd_t *r)
     r->npers = r->nreps = 0;
 }
 
-void rp__rd_scatter(const rp__rd_t *r, uint64_t v, uint64_t n,
-                    const unsigned char *src)
+/* Copy restore-stream bytes [@v, @v+@n) from @src into the regions. */
+static void rp__rd_scatter(const rp__rd_t *r, uint64_t v, uint64_t n,
+                           const unsigned char *src)
 {
     uint32_t i;
 
@@ -131,17 +130,6 @@ static rp_status_t rp__rd_apply(rp__rd_t *r)
 
     if (e->size == 1) {
         rp__rd_scatter(r, 0, r->vlen, r->vbuf);
-    }
-    if (r->peer_copy) {
-        bool done = false;
-
-        rc = rp__rd_peer_apply(r, &done);
-        if (rc != RP_OK) {
-            return rc;
-        }
-        if (done) {
-            r->maxlen = 0; /* nothing left to exchange */
-        }
     }
     /* Two receive buffers: round k+1 travels (on the progress thread)
      * while this thread copies round k into the regions. */
@@ -263,7 +251,6 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
 {
     char (*cands)[RP_CKPT_NAME_MAX] = NULL;
     size_t ncands = 0, next = 0, i;
-    int64_t *cards;
     bool *want;
     uint64_t t0 = rp__ckpt_now_ns();
     rp_status_t rc;
@@ -278,11 +265,8 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
     e->last_ckpt_ns = rp__ckpt_now_ns();
     e->clock_started = true;
     want = calloc(e->nregs + 1, sizeof(*want));
-    cards = calloc(rp__rd_cards_len(e->size), sizeof(*cards));
-    if (want == NULL || cards == NULL) {
+    if (want == NULL) {
         rp_error("rp_restore: out of memory");
-        free(want);
-        free(cards);
         return RP_ERR_NO_MEMORY;
     }
     for (i = 0; i < e->nregs; i++) {
@@ -295,7 +279,6 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
             rp_error("rp_restore: '%s' is not a registered region",
                      names[i] != NULL ? names[i] : "(null)");
             free(want);
-            free(cards);
             return RP_ERR_INVALID_ARG;
         }
         want[k] = true;
@@ -383,7 +366,8 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
         r.name[RP_CKPT_NAME_MAX - 1] = '\0';
         verdict = rp__rd_read(&r);
         tv = rp__ckpt_now_ns();
-        rc = rp__rd_agree(&r, cards, &verdict);
+        rc = rp_allreduce(e->ctx, &verdict, &verdict, 1, RP_DTYPE_INT32,
+                          RP_OP_MIN);
         e->stats.rd_wait_ns = rp__ckpt_now_ns() - tv;
         if (rc == RP_OK && verdict == RP_RD_OK) {
             rc = rp__rd_apply(&r);
@@ -436,6 +420,5 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
     e->stats.restore_ns = rp__ckpt_now_ns() - t0;
     free(cands);
     free(want);
-    free(cards);
     return rc;
 }

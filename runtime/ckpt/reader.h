@@ -7,8 +7,6 @@
  *   reader_shard.c  shard bytes by whole chunks, CRC-checked, O_DIRECT
  *   reader_find.c   rp__ckpt_find: the table of the checkpoint restore
  *                   would choose
- *   reader_peer.c   the verdict; ranks on one host copy each other's
- *                   verified stripes from memory (no transport rounds)
  */
 #ifndef RP_CKPT_READER_H
 #define RP_CKPT_READER_H
@@ -89,11 +87,6 @@ typedef struct rp_rd {
     unsigned char *send, *recv;
     uint64_t bytes_read;
     uint64_t read_ns, crc_ns, gather_ns, scatter_ns; /* phases */
-    /* reader_peer.c: every rank's card from the verdict, whether the
-     * ranks copy from one another's memory, the token peers check. */
-    const int64_t *cards;
-    bool peer_copy;
-    uint64_t token;
 } rp__rd_t;
 
 /* reader_shard.c */
@@ -109,23 +102,7 @@ int rp__rd_stream(rp__rd_t *r, uint64_t off, uint64_t n, unsigned char *dst);
 /* Read this rank's part of candidate @r->name. Returns a verdict. */
 int rp__rd_read(rp__rd_t *r);
 
-/* reader_peer.c */
-/* int64s of the cards of @size ranks (rp__rd_agree's buffer). */
-size_t rp__rd_cards_len(uint32_t size);
-/* The verdict of every rank (one allreduce into @cards, which must hold
- * rp__rd_cards_len): *@verdict in, this rank's; out, everyone's worst.
- * Sets r->peer_copy when every rank can copy from every other's memory. */
-rp_status_t rp__rd_agree(rp__rd_t *r, int64_t *cards, int32_t *verdict);
-/* After a good verdict with r->peer_copy: the whole restore stream into
- * this rank's regions, its own stripe by memcpy and the others' from their
- * memory. *@done_p false (same on every rank): nothing failed but the
- * copies did not all work; the caller exchanges through the transport. */
-rp_status_t rp__rd_peer_apply(rp__rd_t *r, bool *done_p);
-
 /* reader.c */
-/* Copy restore-stream bytes [@v, @v+@n) from @src into the regions. */
-void rp__rd_scatter(const rp__rd_t *r, uint64_t v, uint64_t n,
-                    const unsigned char *src);
 /* Rank 0: the complete checkpoints, newest first (quick scan). */
 rp_status_t rp__rd_candidates(rp__ckpt_engine_t *e,
                               char (**names_p)[RP_CKPT_NAME_MAX], size_t *n_p);

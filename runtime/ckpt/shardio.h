@@ -67,9 +67,7 @@ typedef enum rp__ckpt_fault {
     RP_CKPT_FAULT_NONE = 0,
     RP_CKPT_FAULT_WRITE = 1, /* fail with an I/O error half way */
     RP_CKPT_FAULT_KILL = 2,  /* SIGKILL this process half way */
-    RP_CKPT_FAULT_STOP = 3,  /* not a write fault: request a stop (engine) */
-    RP_CKPT_FAULT_PEER = 4   /* restore: this rank's copies from the other
-                                ranks' memory fail (reader_peer.c) */
+    RP_CKPT_FAULT_STOP = 3   /* not a write fault: request a stop (engine) */
 } rp__ckpt_fault_t;
 
 /* Timings and how the bytes went, for logs and the benchmark. */

@@ -61,25 +61,6 @@ test_ckpt_round_trip_1_rank_async()  { round_trip 1 1; }
 test_ckpt_round_trip_2_ranks_async() { round_trip 2 1; }
 test_ckpt_round_trip_3_ranks_async() { round_trip 3 1; }
 
-# Ranks on one host restore by copying one another's verified stripes out
-# of memory; when that fails on one rank (the fault hook stands for a
-# kernel that forbids it), every rank falls back to the exchange through
-# the transport and the state is still exact.
-test_ckpt_restore_peer_copy_and_fallback() {
-    local d out
-    d=$(fresh_dir peer)
-    RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 \
-        srun --mpi=pmix -N2 -n3 --overcommit "$CHECK" train -n 20 -b 3000000
-    out=$(RINGPOINT_CKPT_DIR=$d RINGPOINT_LOG_LEVEL=info \
-        srun --mpi=pmix -N2 -n3 --overcommit "$CHECK" restore -b 3000000 2>&1); echo "$out"
-    restored_all "$out" 3 20
-    assert_contains "$out" "copied one another's verified stripes from memory"
-    out=$(RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_FAULT=peer:1 \
-        srun --mpi=pmix -N2 -n3 --overcommit "$CHECK" restore -b 3000000 2>&1); echo "$out"
-    restored_all "$out" 3 20
-    assert_contains "$out" "the state goes through the transport instead"
-}
-
 # A restarted job resumes from the checkpoint and goes on checkpointing.
 test_ckpt_resume_continues() {
     local d out
