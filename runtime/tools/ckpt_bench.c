@@ -15,7 +15,8 @@
  *   busy %        async: training-loop slowdown while the write runs
  *                 (--work mem, the default: a loop copying 32 MiB, which
  *                 is memory-bound; --work cpu: arithmetic in L1)
- *   commit ms     agreement + CRC gather + manifest + renames + fsyncs
+ *   commit ms     after the vote: manifest + dir fsync + rename + root
+ *                 fsync + the outcome allreduce
  *   restore GB/s  SIZE / slowest rank's rp_restore (cold: page cache of
  *                 the shards dropped first), CRCs verified
  *   staging MiB   host memory the engine held for the snapshot, per rank
@@ -335,8 +336,8 @@ static void rp_b_phases(rp_context_h ctx, int rank, const rp__ckpt_stats_t *st,
     r0[0] = rank == 0 ? rp_b_ms(st->manifest_ns) : 0;
     r0[1] = rank == 0 ? rp_b_ms(st->rename_ns) : 0;
     r0[2] = rank == 0 ? rp_b_ms(st->prune_ns) : 0;
-    /* Rank 0's commit less its file system steps: the CRC allgather and
-     * the broadcast of the outcome (and the bookkeeping around them). */
+    /* Rank 0's commit less its file system steps: the allreduce of the
+     * outcome (and the bookkeeping around it). */
     r0[3] = rank == 0 ? rp_b_ms(st->commit_ns - st->vote_ns -
                                 st->manifest_ns - st->rename_ns) : 0;
     (void)rp_allreduce(ctx, r0, r0, 4, RP_DTYPE_FLOAT64, RP_OP_MAX);
