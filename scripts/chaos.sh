@@ -42,8 +42,9 @@
 # RP_CLUSTER_DIR/work/chaos/results.tsv; a header when the file is new):
 #   trial seed job shape nodes ranks async events resumed_from digest_ok
 #   state restarts interruptions lost_max lost_sum wall_s verdict
-# events are KIND@SECONDS-into-the-run, resumed_from the first step of each
-# run. A trial that fails keeps its output and checkpoints under
+# events are KIND@SECONDS-into-the-run (KIND@S(missed): the job had ended
+# or was between runs; a kill-write that saw no write in 10 s is logged as
+# a kill), resumed_from the first step of each run. A trial that fails keeps its output and checkpoints under
 # RP_CLUSTER_DIR/work/chaos/failed/. -r resumes a soak: it continues after
 # the last trial in RESULTS (each trial's seed is SEED*1000+TRIAL, so the
 # trials are the same whether run in one go or resumed). -u HH:MM starts
@@ -70,7 +71,7 @@ while getopts ':n:s:e:o:ru:qSh' opt; do
         u) until=$OPTARG ;;
         q) quiet=1 ;;
         S) summary_only=1 ;;
-        h) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        h) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "chaos.sh: bad option (see -h)" >&2; exit 2 ;;
     esac
 done
@@ -100,7 +101,11 @@ summary() {
             n++; shape[$4]++; if ($17 == "ok") ok++; else { bad++; badlist = badlist " " $1 }
             if ($16 > 0) wall += $16
             k = split($8, ev, ",")
-            for (i = 1; i <= k; i++) { if (ev[i] == "none") continue; sub(/@.*/, "", ev[i]); kind[ev[i]]++ }
+            for (i = 1; i <= k; i++) {
+                if (ev[i] == "none") continue
+                m = ev[i] ~ /missed/; sub(/@.*/, "", ev[i])
+                if (m) missed[ev[i]]++; else kind[ev[i]]++
+            }
             kind["mode-" ($7 == 1 ? "async" : "sync")]++
             inter += $13; lost += $15; if ($14 > worst) { worst = $14; worstt = $1 }
             if ($14 > 50) over++
@@ -112,6 +117,7 @@ summary() {
             printf "  shapes:"; for (s in shape) printf " %s %d", s, shape[s]; printf "\n"
             printf "  nodes:"; for (s in nodes) printf " %s:%d", s, nodes[s]; printf "   ranks:"; for (s in ranks) printf " %s:%d", s, ranks[s]; printf "\n"
             printf "  events:"; for (s in kind) printf " %s %d", s, kind[s]; printf "\n"
+            printf "  missed (the rank was gone when the event came):"; for (s in missed) printf " %s %d", s, missed[s]; printf "\n"
             printf "  interruptions %d, steps lost in all %d, worst %d (trial %s), over one interval (50 steps): %d\n", inter, lost, worst, worstt, over
             printf "  steps lost per trial (worst interruption): 0: %d, 1-10: %d, 11-25: %d, 26-50: %d, >50: %d\n", hist["0"], hist["1-10"], hist["11-25"], hist["26-50"], hist[">50"]
         }' "$results"
@@ -184,8 +190,12 @@ wait_runs() {
 }
 
 # hit KIND JOB CKPTDIR: one event against JOB (a job or an array task).
+# Sets did to the kind of what was done: KIND; kill for a kill-write that
+# saw no write in flight; empty when nothing could be done (the rank was
+# gone: the job had ended or was between runs).
 hit() {
     local kind=$1 jid=$2 ck=$3 pid rank d id nodes node
+    did=$kind
     id=$(squeue -h -j "$jid" -o %A 2>/dev/null | head -n1)
     nodes=$(squeue -h -j "$jid" -o %N 2>/dev/null | head -n1)
     case $kind in
@@ -195,7 +205,7 @@ hit() {
         scancel) scancel "$jid" ;;
         kill)
             rank=$((RANDOM % ranks))
-            pid=$(task_pid "$id" "$rank") && kill -KILL "$pid"
+            pid=$(task_pid "$id" "$rank") && kill -KILL "$pid" || did=
             ;;
         kill-write)
             rank=$((RANDOM % ranks))
@@ -204,8 +214,8 @@ hit() {
                 [[ -n $d ]] && break
                 sleep 0.01
             done
-            pid=$(task_pid "$id" "$rank") && kill -KILL "$pid"
-            [[ -n $d ]] || say "      (no write seen in 10 s; killed anyway)"
+            [[ -n $d ]] || did=kill # no write seen in 10 s: a plain kill
+            pid=$(task_pid "$id" "$rank") && kill -KILL "$pid" || did=
             ;;
         node-crash)
             mapfile -t hosts < <(scontrol show hostnames "$nodes")
@@ -331,8 +341,12 @@ for t in $(seq "$first" "$((first + trials - 1))"); do
         sleep "$((delay / 10)).$((delay % 10))"
         [[ $(state "$target") == RUNNING ]] || break
         hit "$kind" "$target" "$ck"
-        plan+=("$kind@$((delay / 10)).$((delay % 10))")
-        case $kind in
+        if [[ -z $did ]]; then
+            plan+=("$kind@$((delay / 10)).$((delay % 10))(missed)")
+            continue
+        fi
+        plan+=("$did@$((delay / 10)).$((delay % 10))")
+        case $did in
             scancel) cancelled=1; break ;;
             enospc) ;;
             *) runs=$((runs + 1)) ;;

@@ -497,4 +497,28 @@ test_storage_slow_write_async_does_not_block() {
     [ "$(echo "$out" | grep -c "restored step=.* ok bad=0")" -eq 2 ] || fail "no intact restore"
 }
 
+# The stop budget on a slow file system: each shard write takes 1.5 s
+# more (sync), so the checkpoints of 10 and 20 take 3 s or more. A stop at
+# 25 at the time limit (RINGPOINT_SLURM_END_TIME reached) with KillWait
+# 2 s cannot fit: the stop is taken WITHOUT a checkpoint, at once, and the
+# job resumes from 20. With KillWait 60 s it fits and is committed.
+test_storage_slow_fs_stop_budget() {
+    local d out rule="write:*/shard-*:delay=1500"
+    d=$(fresh budget-short)
+    out=$(ck "$d" 0 RP_FAULTFS="$rule" RINGPOINT_CKPT_FAULT=stop:0:25 RINGPOINT_SLURM_KILL_WAIT=2 \
+        RINGPOINT_SLURM_END_TIME="$(date +%s)" -- train -n 30); echo "$out"
+    assert_contains "$out" "no time for a stop checkpoint"
+    assert_contains "$out" "it resumes from step 20"
+    assert_contains "$out" "ckpt-check: rank 0 stop at step 25"
+    assert_contains "$out" "ckpt-check: rank 1 stop at step 25"
+    intact "$d" "10 20" 20
+    d=$(fresh budget-long)
+    out=$(ck "$d" 0 RP_FAULTFS="$rule" RINGPOINT_CKPT_FAULT=stop:0:25 RINGPOINT_SLURM_KILL_WAIT=60 \
+        RINGPOINT_SLURM_END_TIME="$(date +%s)" -- train -n 30); echo "$out"
+    assert_not_contains "$out" "no time for a stop checkpoint"
+    assert_contains "$out" "checkpoint committed"
+    assert_contains "$out" "ckpt-check: rank 1 stop at step 25"
+    intact "$d" "20 25" 25
+}
+
 run_all
