@@ -17,6 +17,17 @@ static bool rp_ckpt_dir_escape_ok(char c)
     return c != '\0' && strchr("jAaux", c) != NULL;
 }
 
+/* Would @base, made part of a resolved path, not read back as itself? */
+static bool rp_ckpt_dir_base_unsafe(const char *base)
+{
+    for (const char *p = base; *p != '\0'; p++) {
+        if (*p == '%' || (unsigned char)*p < 0x20 || *p == 0x7f) {
+            return true;
+        }
+    }
+    return false;
+}
+
 rp_status_t rp__ckpt_dir_normalize(const char *base, const char *text,
                                    char *out, size_t len, char *err,
                                    size_t errlen)
@@ -49,11 +60,12 @@ rp_status_t rp__ckpt_dir_normalize(const char *base, const char *text,
     }
     /* The base is taken literally, never expanded; but a resolved path is
      * read back as a template by every srun inside the job, where a '%'
-     * would be an escape. So no resolved path contains one. */
-    if (text[0] != '/' && strchr(base, '%') != NULL) {
+     * would be an escape and a control character is refused. So no
+     * resolved path contains either (found by tests/fuzz/fuzz_ckpt_dir). */
+    if (text[0] != '/' && rp_ckpt_dir_base_unsafe(base)) {
         rp__errbuf(err, errlen, "relative path '%s' in submit directory "
-                   "'%s', which contains '%%': give an absolute path", text,
-                   base);
+                   "'%s', which contains '%%' or a control character: give "
+                   "an absolute path", text, base);
         return RP_ERR_INVALID_ARG;
     }
     if (len < 2) {
@@ -157,7 +169,10 @@ static bool rp_ckpt_dir_put(char *out, size_t len, size_t *used,
 
         /* '%' too: the exported value is read back as a pattern by every
          * srun inside the job, where it must not expand a second time. */
-        if (c == '/' || c == '%' || (c == '.' && i == 0 && component_start)) {
+        /* A control character in a job name would pass srun (which sees
+         * only "%x") and be refused here: it becomes '_' as well. */
+        if (c == '/' || c == '%' || (unsigned char)c < 0x20 || c == 0x7f ||
+            (c == '.' && i == 0 && component_start)) {
             c = '_';
         }
         if (*used + 1 >= len) {

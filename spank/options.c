@@ -490,7 +490,7 @@ int rp__spank_options_export(spank_t sp)
 {
     static char env_text[RP_VALUE_MAX_LEN + 1], out[PATH_MAX],
         why[PATH_MAX + 256];
-    char submit_dir[PATH_MAX], user[256], name[256];
+    char submit_dir[PATH_MAX], user[256], name[256], option[64];
     rp_resolve_ctx_t rc;
     int which;
 
@@ -504,8 +504,10 @@ int rp__spank_options_export(spank_t sp)
         spank_err_t err;
 
         if (s->set) {
+            /* Named as the user typed it, as srun names it. */
+            snprintf(option, sizeof(option), "--%s", s->option);
             text = s->text;
-            source = s->option;
+            source = option;
         } else if ((err = spank_getenv(sp, s->env, env_text,
                                        sizeof(env_text))) == ESPANK_SUCCESS) {
             text = env_text;

@@ -105,6 +105,12 @@ static void test_expand(void **state)
     assert_int_equal(rp__ckpt_dir_expand("/s/%x", &v, out, sizeof(out), err,
                                          sizeof(err)), RP_OK);
     assert_string_equal(out, "/s/100_j");
+    /* Nor a control character, which srun would refuse on reading the
+     * exported path back (tests/fuzz/fuzz_ckpt_dir). */
+    v.job_name = "a\001b";
+    assert_int_equal(rp__ckpt_dir_expand("/s/%x", &v, out, sizeof(out), err,
+                                         sizeof(err)), RP_OK);
+    assert_string_equal(out, "/s/a_b");
     v.job_name = "train";
     v.array_job_id = 40;
     v.array_task_id = 2;
@@ -195,6 +201,12 @@ static void test_resolve(void **state)
     assert_int_equal(resolve("/h/a%zb", "ck", &v, NULL, out, err),
                      RP_ERR_INVALID_ARG);
     assert_non_null(strstr(err, "contains '%'"));
+    /* The same for a control character in the submit directory: the
+     * resolved path would not read back (tests/fuzz/fuzz_ckpt_dir). */
+    assert_int_equal(resolve("/h/a\001b", "ck", &v, NULL, out, err),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "control character"));
+    assert_int_equal(resolve("/h/a\001b", "/s/ck", &v, NULL, out, err), RP_OK);
     assert_int_equal(resolve("/h/a%jb", "/s/%j", &v, NULL, out, err), RP_OK);
     assert_string_equal(out, "/s/9");
     /* An unknown escape fails in the submitting process already. */
