@@ -134,7 +134,9 @@ static rp_status_t rp__rd_apply(rp__rd_t *r)
     /* Two receive buffers: round k+1 travels (on the progress thread)
      * while this thread copies round k into the regions. */
     recv[0] = r->recv;
-    recv[1] = r->recv + (size_t)round * e->size;
+    /* A one-rank job has no receive buffer: no offset from NULL (UB,
+     * found by tests/fuzz/fuzz_restore under clang's UBSan). */
+    recv[1] = r->recv != NULL ? r->recv + (size_t)round * e->size : NULL;
     if (e->size > 1 && r->maxlen > 0) {
         rc = rp__rd_post(r, 0, recv[0], &req);
     }
