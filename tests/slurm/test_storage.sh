@@ -403,6 +403,10 @@ test_storage_planted_checkpoint_links() {
     assert_not_contains "$out" "restored step=30"
     trained "$out" 25
     victim_ok "$v"
+    # Retention removed the links below the newest checkpoint (unlinked,
+    # not followed); the one above it is left alone, and ignored.
+    [ ! -e "$d/step-000000000005" ] && [ ! -L "$d/step-000000000005" ] || fail "step-5 link kept"
+    [ ! -L "$d/step-000000000007" ] || fail "step-7 link kept"
     out=$(ck "$d" 0 -- restore); echo "$out"
     assert_contains "$out" "ckpt-check: rank 0 restored step=20 "
     victim_ok "$v"
