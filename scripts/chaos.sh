@@ -277,6 +277,13 @@ keep_failed() {
     cp -a "$RP_WORK/$1"*.out "$RP_WORK/$1.sh" "$RP_WORK/failed/" 2>/dev/null
     cp -a "$ckroot/$1"*.ckpt "$RP_WORK/failed/" 2>/dev/null
     scontrol show job "$jid" >"$RP_WORK/failed/$1.job" 2>&1
+    # A job that did not end (a hang) must not hold the nodes for the
+    # next trial: its state is kept above, its processes go.
+    if [[ -n $(squeue -h -j "$jid" 2>/dev/null) ]]; then
+        ps -eo pid,etimes,args | grep -E 'ringpoint-example|srun|slurmstepd' >"$RP_WORK/failed/$1.ps"
+        scancel "$jid"
+        wait_done "$jid" 120 >/dev/null 2>&1
+    fi
 }
 
 [[ -s $results ]] || printf 'trial\tseed\tjob\tshape\tnodes\tranks\tasync\tevents\tresumed_from\tdigest_ok\tstate\trestarts\tinterruptions\tlost_max\tlost_sum\twall_s\tverdict\n' >"$results"
