@@ -34,6 +34,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/allgather.c \
 	runtime/coll/ring.h \
 	runtime/coll/barrier.c \
+	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_coll.c \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \

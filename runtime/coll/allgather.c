@@ -7,7 +7,9 @@
 
 #include "coll/comm.h"
 #include "coll/ring.h"
+#include "coll/shm.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct rp_allgather {
@@ -65,6 +67,13 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     status = rp__comm_begin(c, "allgather");
     if (status != RP_OK || bytes == 0) {
         return status;
+    }
+    if (c->shm != NULL && bytes * (size_t)n <= c->shm_max &&
+        ((uintptr_t)sendbuf + bytes <= (uintptr_t)recvbuf ||
+         (uintptr_t)recvbuf + bytes * (size_t)n <= (uintptr_t)sendbuf ||
+         sendbuf == g.out + (size_t)r * bytes)) {
+        /* Straight from the input: it overlaps no other rank's block. */
+        return rp__shm_allgather(c, sendbuf, recvbuf, bytes);
     }
     /* In place when the input already sits at this rank's block. */
     if (sendbuf != g.out + (size_t)r * bytes) {

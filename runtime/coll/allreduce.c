@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "coll/comm.h"
+#include "coll/shm.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -46,6 +47,11 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
         algo = bytes <= c->rd_max_bytes || count < (size_t)c->size
                    ? RP_COLL_ALGO_RD
                    : RP_COLL_ALGO_RING;
+    }
+    if (c->shm != NULL && bytes <= c->shm_max) {
+        /* The same expression, evaluated through the node's memory. */
+        return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
+                                 half_wire, algo == RP_COLL_ALGO_RD);
     }
     if (algo == RP_COLL_ALGO_RD) {
         return rp__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op,

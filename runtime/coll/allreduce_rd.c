@@ -24,7 +24,7 @@
 #define RP_RD_PRE  0
 #define RP_RD_POST 0xFFFF
 
-static void rp_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n)
+void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n)
 {
     if (dtype == RP_DTYPE_FLOAT16) {
         rp__f16_to_f32(dst, src, n);
@@ -33,7 +33,7 @@ static void rp_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n)
     }
 }
 
-static void rp_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n)
+void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n)
 {
     if (dtype == RP_DTYPE_FLOAT16) {
         rp__f32_to_f16(dst, src, n);
@@ -95,7 +95,7 @@ rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
             return status;
         }
         acc = p;
-        rp_widen(dtype, (float *)acc, sendbuf, count);
+        rp__half_widen(dtype, (float *)acc, sendbuf, count);
     } else {
         acc = recvbuf;
         if (sendbuf != recvbuf) {
@@ -137,7 +137,7 @@ rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
         rp__reduce_scale(wtype, acc, count, n);
     }
     if (half) {
-        rp_narrow(dtype, recvbuf, (const float *)acc, count);
+        rp__half_narrow(dtype, recvbuf, (const float *)acc, count);
     }
     if (r < rem) {
         status = rp_exchange(c, reqs, r + p2, RP_RD_POST, recvbuf, count * es,

@@ -7,6 +7,7 @@
 
 #include "coll/chunk.h"
 #include "coll/comm.h"
+#include "coll/shm.h"
 
 rp_status_t rp__comm_barrier(rp_comm_t *c)
 {
@@ -18,6 +19,9 @@ rp_status_t rp__comm_barrier(rp_comm_t *c)
     status = rp__comm_begin(c, "barrier");
     if (status != RP_OK || n == 1) {
         return status;
+    }
+    if (c->shm != NULL) {
+        return rp__shm_barrier(c);
     }
     status = rp__comm_reqs(c, 2, &reqs);
     if (status != RP_OK) {

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/comm.h"
+#include "coll/shm.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -83,6 +84,26 @@ static bool rp_oversubscribed(const rp_transport_t *tp)
     return cpus > 0 && tp->bs->local_size > cpus;
 }
 
+/* RINGPOINT_COLL_SHM_MAX: the largest allreduce, broadcast or allgather
+ * (bytes of the result) that goes through the node's shared segment
+ * rather than the ring over the transport; the same on every rank. Above
+ * it the ring's single-copy transfers move fewer bytes through memory. */
+static rp_status_t rp_shm_max_env(size_t *max_p)
+{
+    const char *v = getenv("RINGPOINT_COLL_SHM_MAX");
+    uint64_t n = RP_SHM_MAX_DEFAULT;
+    char err[128];
+
+    if (v != NULL && *v != '\0' &&
+        rp__parse_uint(v, 0, UINT64_C(1) << 40, &n, err, sizeof(err)) !=
+            RP_OK) {
+        rp_error("RINGPOINT_COLL_SHM_MAX='%s': %s (bytes)", v, err);
+        return RP_ERR_INVALID_ARG;
+    }
+    *max_p = (size_t)n;
+    return RP_OK;
+}
+
 static rp_status_t rp_post_notice_recv(rp_comm_t *c)
 {
     return c->tp->ops->irecv(c->tp, RP_TRANSPORT_ANY_PEER,
@@ -105,6 +126,12 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
     status = rp_compression_env(&c->compression);
     if (status == RP_OK) {
         status = rp_progress_spin_env(&bg_spin_set, &c->spin_bg_ns);
+    }
+    if (status == RP_OK) {
+        status = rp_shm_max_env(&c->shm_max);
+    }
+    if (status == RP_OK) {
+        status = rp__shm_env(&c->shm_on);
     }
     if (status != RP_OK) {
         free(c);
@@ -179,10 +206,17 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
     if (status != RP_OK) {
         goto err_free;
     }
+    status = rp__shm_setup(c);
+    if (status != RP_OK) {
+        goto err_notice;
+    }
     *comm_p = c;
     return RP_OK;
 
 
+err_notice:
+    c->tp->ops->cancel(c->tp, &c->notice_req);
+    c->tp->ops->progress(c->tp);
 err_free:
     free(c->notice_sends);
     free(c->touched);
@@ -213,6 +247,7 @@ void rp__comm_destroy(rp_comm_t *c)
     if (c == NULL) {
         return;
     }
+    rp__shm_destroy(c->shm);
     free(c->reqs);
     free(c->work.ptr);
     free(c->tmp.ptr);
@@ -316,7 +351,7 @@ static void rp_send_notices(rp_comm_t *c, int failed, int reporter)
 
 /* Break the communicator: log once, where the failure was seen, and pass
  * the word on. */
-static rp_status_t rp_fail(rp_comm_t *c, rp_status_t status, int failed)
+rp_status_t rp__comm_fail(rp_comm_t *c, rp_status_t status, int failed)
 {
     if (c->broken != RP_OK) {
         return c->broken;
@@ -327,13 +362,13 @@ static rp_status_t rp_fail(rp_comm_t *c, rp_status_t status, int failed)
 }
 
 /* A failure notice arrived: adopt it. */
-static rp_status_t rp_fail_noticed(rp_comm_t *c)
+rp_status_t rp__comm_fail_noticed(rp_comm_t *c)
 {
     rp_comm_notice_t n = c->notice;
 
     if (c->notice_req.status != RP_OK || n.magic != RP_NOTICE_MAGIC) {
         rp_error("%s: received a malformed failure notice", c->op);
-        return rp_fail(c, RP_ERR_TRANSPORT, -1);
+        return rp__comm_fail(c, RP_ERR_TRANSPORT, -1);
     }
     if (n.failed >= 0) {
         rp_error("%s: rank %d failed (reported by rank %d: %s)", c->op,
@@ -356,7 +391,7 @@ rp_status_t rp__comm_isend(rp_comm_t *c, int peer, size_t index,
     status = c->tp->ops->isend(c->tp, peer, rp__comm_tag(c, index), buf, len,
                                req);
     if (status != RP_OK) {
-        return rp_fail(c, status, status == RP_ERR_PEER_FAILED ? peer : -1);
+        return rp__comm_fail(c, status, status == RP_ERR_PEER_FAILED ? peer : -1);
     }
     return RP_OK;
 }
@@ -370,7 +405,7 @@ rp_status_t rp__comm_irecv(rp_comm_t *c, int peer, size_t index, void *buf,
     status = c->tp->ops->irecv(c->tp, peer, rp__comm_tag(c, index), buf, len,
                                req);
     if (status != RP_OK) {
-        return rp_fail(c, status, status == RP_ERR_PEER_FAILED ? peer : -1);
+        return rp__comm_fail(c, status, status == RP_ERR_PEER_FAILED ? peer : -1);
     }
     return RP_OK;
 }
@@ -383,11 +418,21 @@ static rp_status_t rp_req_failed(rp_comm_t *c, rp_treq_t *req)
         c->tp->ops->peer_status(c->tp, req->peer) != RP_OK) {
         rp_error("%s: rank %d failed (its connection broke)", c->op,
                  req->peer);
-        return rp_fail(c, RP_ERR_PEER_FAILED, req->peer);
+        return rp__comm_fail(c, RP_ERR_PEER_FAILED, req->peer);
     }
     rp_error("%s: a message with rank %d failed: %s", c->op, req->peer,
              rp_status_string(status));
-    return rp_fail(c, status, -1);
+    return rp__comm_fail(c, status, -1);
+}
+
+rp_status_t rp__comm_timed_out(rp_comm_t *c, int peer)
+{
+    char what[32];
+
+    rp__format_duration(c->timeout_ns / 1000000000ULL, what, sizeof(what));
+    rp_error("%s: rank %d sent nothing for %s (RINGPOINT_COLL_TIMEOUT): it "
+             "died, hangs or is not in this collective", c->op, peer, what);
+    return rp__comm_fail(c, RP_ERR_TIMEOUT, peer);
 }
 
 rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req)
@@ -420,21 +465,14 @@ rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req)
             return req->status == RP_OK ? RP_OK : rp_req_failed(c, req);
         }
         if (c->notice_req.done) {
-            return rp_fail_noticed(c);
+            return rp__comm_fail_noticed(c);
         }
         if (req->peer >= 0 && tp->ops->peer_status(tp, req->peer) != RP_OK) {
             return rp_req_failed(c, req);
         }
         now = rp__comm_now_ns();
         if (now >= deadline) {
-            char what[32];
-
-            rp__format_duration(c->timeout_ns / 1000000000ULL, what,
-                                sizeof(what));
-            rp_error("%s: rank %d sent nothing for %s (RINGPOINT_COLL_TIMEOUT):"
-                     " it died, hangs or is not in this collective", c->op,
-                     req->peer, what);
-            return rp_fail(c, RP_ERR_TIMEOUT, req->peer);
+            return rp__comm_timed_out(c, req->peer);
         }
         ms = (int)((deadline - now) / 1000000) + 1;
         tp->ops->block(tp, ms < RP_BLOCK_MAX_MS ? ms : RP_BLOCK_MAX_MS);

@@ -84,7 +84,16 @@ typedef struct rp_comm {
     rp_comm_notice_t notice_out;
 
     rp_comm_progress_t prog;
+
+    /* The node's shared segment when all ranks share a node (shm.h), else
+     * NULL; collectives of at most shm_max bytes go through it. */
+    struct rp__shm *shm;
+    size_t shm_max;
+    bool shm_on; /* RINGPOINT_COLL_SHM */
 } rp_comm_t;
+
+/* shm_max unless RINGPOINT_COLL_SHM_MAX says otherwise. */
+#define RP_SHM_MAX_DEFAULT (4u * 1024 * 1024)
 
 /* Tags: 28 bits of sequence number, 16 bits of message index. The last
  * sequence value is reserved for failure notices. */
@@ -147,6 +156,14 @@ rp_status_t rp__comm_irecv(rp_comm_t *c, int peer, size_t index, void *buf,
  * the last sign of life. Returns RP_OK or breaks the communicator. */
 rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req);
 
+/* Break the communicator (once; later calls return the first error),
+ * telling the peers; @failed: the rank that failed, or -1. */
+rp_status_t rp__comm_fail(rp_comm_t *c, rp_status_t status, int failed);
+/* A failure notice arrived (c->notice_req done): adopt it. */
+rp_status_t rp__comm_fail_noticed(rp_comm_t *c);
+/* @peer stayed silent past the timeout: say so and break. */
+rp_status_t rp__comm_timed_out(rp_comm_t *c, int peer);
+
 /* Wait for every request in @reqs[0..n). */
 rp_status_t rp__comm_wait_all(rp_comm_t *c, rp_treq_t *reqs, size_t n);
 
@@ -187,5 +204,10 @@ static inline bool rp__dtype_is_half(rp_dtype_t dtype)
 {
     return dtype == RP_DTYPE_FLOAT16 || dtype == RP_DTYPE_BFLOAT16;
 }
+
+/* float16/bfloat16 (@dtype) to float32 and back, for the algorithms that
+ * carry them as float32. */
+void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n);
+void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n);
 
 #endif /* RP_COLL_COMM_H */

@@ -230,8 +230,11 @@ void check_identical(rp_context_h ctx, const char *what,
     free(all);
 }
 
-static const size_t sizes[] = {0, 1, 2, 3, 7, 17, 1000, 4099, 65537,
-                               (1u << 20) + 3};
+/* 2048 and 2049 float32 straddle the shared segment's switch from every
+ * rank reducing the whole buffer to each reducing its share (8 KiB);
+ * (1 << 20) + 3 spans several of its 1 MiB slots in the narrow types. */
+static const size_t sizes[] = {0, 1, 2, 3, 7, 17, 1000, 2048, 2049, 4099,
+                               65537, (1u << 20) + 3};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 /* Placements: out of place, in place, out of place on odd addresses. */

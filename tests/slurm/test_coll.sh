@@ -67,6 +67,33 @@ test_coll_compression_from_environment() {
     assert_contains "$out" "RINGPOINT_COMPRESSION='fp8': expected none, fp16 or bf16"
 }
 
+# All ranks on one node: the collectives go through the node's shared
+# segment (the log says so), with the transport's bits: the same hash as
+# with the segment off, as with a switch to the ring moved into the
+# checked sizes (RINGPOINT_COLL_SHM_MAX), and as on two nodes, where it
+# stays off. A rank killed on that node is named by the others; a bad
+# setting is refused.
+test_coll_shared_segment() {
+    local a b c d out
+    a=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$a" 3
+    assert_contains "$a" "coll: shared segment of"
+    b=$(RINGPOINT_COLL_SHM=0 srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$b" 3
+    c=$(RINGPOINT_COLL_SHM_MAX=4096 srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$c" 3
+    d=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$d" 3
+    assert_contains "$d" "no shared segment (ranks on several nodes)"
+    assert_eq "$(hash_of "$b")" "$(hash_of "$a")" "hash with the segment off"
+    assert_eq "$(hash_of "$c")" "$(hash_of "$a")" "hash with RINGPOINT_COLL_SHM_MAX=4096"
+    assert_eq "$(hash_of "$d")" "$(hash_of "$a")" "hash on two nodes"
+    out=$(RINGPOINT_COLL_TIMEOUT=20s srun --mpi=pmix -N1 -n4 --overcommit \
+        --kill-on-bad-exit=0 "$CHECK" -k 2 -t 1500 2>&1) || true
+    echo "$out"
+    assert_contains "$out" "rank 2 (pid"
+    assert_contains "$out" "allreduce returned 'peer failed'"
+    out=$(RINGPOINT_COLL_SHM=yes srun --mpi=pmix -N1 -n1 "$CHECK" -q 2>&1) && fail "RINGPOINT_COLL_SHM=yes accepted"
+    echo "$out"
+    assert_contains "$out" "RINGPOINT_COLL_SHM='yes': expected 1"
+}
+
 test_coll_mpirun_oversubscribed() {
     check_ok "$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe \
         -np 3 "$CHECK" 2>&1)" 3

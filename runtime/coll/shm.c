@@ -1,0 +1,419 @@
+/*
+ * The node's shared segment: setup, steps, waits (shm.h).
+ */
+#include "config.h"
+
+#include "coll/comm.h"
+#include "coll/shm.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RP_SHM_MAGIC 0x72707368u /* "rpsh" */
+/* Per rank and parity. Big enough that a collective of a few MiB is a few
+ * steps, small enough that 2 x ranks of them stay a modest mapping. */
+#define RP_SHM_SLOT_BYTES (1024u * 1024)
+/* The longest futex sleep: the peer's pid, failure notices and the
+ * deadline are checked at least this often. */
+#define RP_SHM_SLEEP_MS 20
+
+typedef struct rp_shm_hdr {
+    uint32_t magic;
+    uint32_t n;
+    uint64_t slot_bytes;
+    uint64_t pidns;            /* rank 0's pid namespace */
+    _Atomic uint32_t sleepers; /* ranks in a futex wait */
+} rp_shm_hdr_t;
+
+/* What rank 0 tells the others. */
+typedef struct rp_shm_card {
+    int32_t ok;
+    char name[60];
+} rp_shm_card_t;
+
+static size_t rp_round_page(size_t n)
+{
+    return (n + 4095) & ~(size_t)4095;
+}
+
+static uint64_t rp_pidns(void)
+{
+    struct stat st;
+
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* Does UCX_TLS (the same on every rank) leave shared memory out? Then the
+ * user keeps ranks on the network (the inter-node emulation over
+ * loopback), and so do the collectives. */
+static bool rp_tls_excludes_shm(void)
+{
+    static const char *const shm[] = {"all", "sm", "shm", "posix", "sysv",
+                                       "cma", "knem", "xpmem"};
+    const char *tls = getenv("UCX_TLS");
+    char buf[256], *tok, *save = NULL;
+
+    if (tls == NULL || *tls == '\0' || tls[0] == '^' ||
+        strlen(tls) >= sizeof(buf)) {
+        return false;
+    }
+    strcpy(buf, tls);
+    for (tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        for (size_t i = 0; i < sizeof(shm) / sizeof(shm[0]); i++) {
+            if (strcmp(tok, shm[i]) == 0) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+rp_status_t rp__shm_env(bool *on_p)
+{
+    const char *v = getenv("RINGPOINT_COLL_SHM");
+
+    *on_p = true;
+    if (v == NULL || *v == '\0' || strcmp(v, "1") == 0) {
+        return RP_OK;
+    }
+    if (strcmp(v, "0") == 0) {
+        *on_p = false;
+        return RP_OK;
+    }
+    rp_error("RINGPOINT_COLL_SHM='%s': expected 1 (use the node's shared "
+             "segment when all ranks share a node) or 0 (never)", v);
+    return RP_ERR_INVALID_ARG;
+}
+
+static size_t rp_shm_map_bytes(int n, size_t slot)
+{
+    return 4096 + rp_round_page((size_t)n * sizeof(rp__shm_ctl_t)) +
+           (size_t)n * 2 * slot;
+}
+
+/* Rank 0: create, size and map the segment under a fresh name. */
+static rp_status_t rp_shm_create(rp__shm_t *sh, rp_shm_card_t *card)
+{
+    static unsigned gen;
+    int fd, err;
+
+    snprintf(card->name, sizeof(card->name), "/ringpoint-coll.%d.%u.%llx",
+             (int)getpid(), gen++, (unsigned long long)rp__comm_now_ns());
+    fd = shm_open(card->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rp_info("coll: no shared segment (shm_open %s: %s); the "
+                "collectives use the transport", card->name, strerror(errno));
+        return RP_ERR_NO_MEMORY;
+    }
+    /* Reserve the pages now: a /dev/shm short of room would otherwise
+     * kill us with SIGBUS at the first touch. */
+    err = posix_fallocate(fd, 0, (off_t)sh->map_bytes);
+    if (err == 0) {
+        sh->base = mmap(NULL, sh->map_bytes, PROT_READ | PROT_WRITE,
+                        MAP_SHARED, fd, 0);
+        err = sh->base == MAP_FAILED ? errno : 0;
+    }
+    close(fd);
+    if (err != 0) {
+        sh->base = NULL;
+        shm_unlink(card->name);
+        rp_info("coll: no shared segment (%zu bytes in /dev/shm: %s); the "
+                "collectives use the transport", sh->map_bytes, strerror(err));
+        return RP_ERR_NO_MEMORY;
+    }
+    return RP_OK;
+}
+
+/* The other ranks: map what rank 0 made and check it. */
+static rp_status_t rp_shm_open(rp__shm_t *sh, const rp_shm_card_t *card)
+{
+    const rp_shm_hdr_t *hdr;
+    int fd;
+
+    fd = shm_open(card->name, O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rp_info("coll: cannot open the shared segment %s: %s", card->name,
+                strerror(errno));
+        return RP_ERR_NO_MEMORY;
+    }
+    sh->base = mmap(NULL, sh->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    fd, 0);
+    close(fd);
+    if (sh->base == MAP_FAILED) {
+        sh->base = NULL;
+        rp_info("coll: cannot map the shared segment %s: %s", card->name,
+                strerror(errno));
+        return RP_ERR_NO_MEMORY;
+    }
+    hdr = sh->base;
+    if (hdr->magic != RP_SHM_MAGIC || hdr->n != (uint32_t)sh->n ||
+        hdr->slot_bytes != sh->slot_bytes) {
+        rp_info("coll: the shared segment %s is not this job's", card->name);
+        return RP_ERR_STATE;
+    }
+    return RP_OK;
+}
+
+static void rp_shm_layout(rp__shm_t *sh)
+{
+    char *p = sh->base;
+    rp_shm_hdr_t *hdr = sh->base;
+
+    sh->sleepers = &hdr->sleepers;
+    sh->ctl = (rp__shm_ctl_t *)(p + 4096);
+    sh->data = p + 4096 + rp_round_page((size_t)sh->n * sizeof(rp__shm_ctl_t));
+}
+
+rp_status_t rp__shm_setup(rp_comm_t *c)
+{
+    const rp_bootstrap_t *bs = c->tp->bs;
+    rp_shm_card_t card;
+    rp__shm_t *sh;
+    const bool on = c->shm_on;
+    rp_status_t status, mine;
+    int32_t ok;
+
+    /* Every rank sees the same environment and the same answer to "are
+     * we all on one node", so every rank returns here alike. */
+    if (!on || bs->local_size != c->size || rp_tls_excludes_shm()) {
+        rp_debug("coll: no shared segment (%s)",
+                 !on ? "RINGPOINT_COLL_SHM=0"
+                 : bs->local_size != c->size ? "ranks on several nodes"
+                                             : "UCX_TLS without shared memory");
+        return RP_OK;
+    }
+    sh = calloc(1, sizeof(*sh));
+    if (sh != NULL) {
+        sh->ptrs = calloc(2 * (size_t)c->size, sizeof(*sh->ptrs));
+    }
+    if (sh == NULL || sh->ptrs == NULL) {
+        free(sh);
+        rp_error("coll: out of memory");
+        return RP_ERR_NO_MEMORY;
+    }
+    sh->n = c->size;
+    sh->rank = c->rank;
+    sh->slot_bytes = RP_SHM_SLOT_BYTES;
+    sh->map_bytes = rp_shm_map_bytes(sh->n, sh->slot_bytes);
+
+    memset(&card, 0, sizeof(card));
+    mine = RP_OK;
+    if (c->rank == 0) {
+        mine = rp_shm_create(sh, &card);
+        if (mine == RP_OK) {
+            rp_shm_hdr_t *hdr = sh->base;
+
+            hdr->magic = RP_SHM_MAGIC;
+            hdr->n = (uint32_t)sh->n;
+            hdr->slot_bytes = sh->slot_bytes;
+            hdr->pidns = rp_pidns();
+        }
+        card.ok = mine == RP_OK;
+    }
+    /* Over the transport: c->shm is still NULL. */
+    status = rp__comm_broadcast(c, &card, sizeof(card), 0);
+    if (status != RP_OK) {
+        goto err_unmap;
+    }
+    card.name[sizeof(card.name) - 1] = '\0';
+    if (c->rank != 0) {
+        mine = card.ok ? rp_shm_open(sh, &card) : RP_ERR_STATE;
+    }
+    if (mine == RP_OK) {
+        const rp_shm_hdr_t *hdr = sh->base;
+
+        rp_shm_layout(sh);
+        /* A pid means the same process to all only in one namespace. */
+        sh->ctl[sh->rank].pid =
+            hdr->pidns != 0 && hdr->pidns == rp_pidns() ? (uint32_t)getpid()
+                                                        : 0;
+    }
+    /* Everyone mapped it, or nobody uses it. */
+    ok = mine == RP_OK;
+    status = rp__comm_allreduce(c, &ok, &ok, 1, RP_DTYPE_INT32, RP_OP_MIN);
+    if (c->rank == 0 && card.ok) {
+        shm_unlink(card.name); /* mapped where needed: no file left behind */
+    }
+    if (status != RP_OK) {
+        goto err_unmap;
+    }
+    if (!ok) {
+        if (c->rank == 0) {
+            rp_info("coll: not every rank could map the shared segment; the "
+                    "collectives use the transport");
+        }
+        rp__shm_destroy(sh);
+        return RP_OK;
+    }
+    c->shm = sh;
+    rp_debug("coll: shared segment of %zu bytes for %d ranks%s", sh->map_bytes,
+             sh->n, c->yield ? " (oversubscribed: waits yield, then sleep)"
+                             : "");
+    return RP_OK;
+
+err_unmap:
+    rp__shm_destroy(sh);
+    return status;
+}
+
+void rp__shm_destroy(rp__shm_t *sh)
+{
+    if (sh == NULL) {
+        return;
+    }
+    if (sh->base != NULL) {
+        munmap(sh->base, sh->map_bytes);
+    }
+    free(sh->ptrs);
+    free(sh);
+}
+
+/* Has a counter at @v reached step @k? Modulo 2^32. */
+static inline bool rp_reached(uint32_t v, uint32_t k)
+{
+    return (int32_t)(v - k) >= 0;
+}
+
+static void rp_futex_wait(_Atomic uint32_t *w, uint32_t v, int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    /* Not FUTEX_PRIVATE: the word is shared between processes. */
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, v, &ts, NULL, 0);
+}
+
+static void rp_futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline void rp_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void rp__shm_post(rp_comm_t *c)
+{
+    rp__shm_t *sh = c->shm;
+
+    /* Sequentially consistent on both sides (here: store the step, then
+     * load the sleepers; a sleeper: count itself, then load the step), so
+     * a post never misses a rank about to sleep. */
+    atomic_store(&sh->ctl[sh->rank].step, sh->step);
+    if (atomic_load(sh->sleepers) != 0) {
+        rp_futex_wake(&sh->ctl[sh->rank].step);
+    }
+}
+
+/* The slow part of a wait: asleep on the futex, checking for failures. */
+static rp_status_t rp_shm_sleep(rp_comm_t *c, int q, uint32_t k,
+                                uint64_t start)
+{
+    rp__shm_t *sh = c->shm;
+    _Atomic uint32_t *w = &sh->ctl[q].step;
+    const uint64_t deadline = c->timeout_ns ? start + c->timeout_ns
+                                            : UINT64_MAX;
+    uint32_t v;
+
+    for (;;) {
+        atomic_fetch_add(sh->sleepers, 1);
+        v = atomic_load(w);
+        if (!rp_reached(v, k)) {
+            rp_futex_wait(w, v, RP_SHM_SLEEP_MS);
+        }
+        atomic_fetch_sub(sh->sleepers, 1);
+        if (rp_reached(atomic_load_explicit(w, memory_order_acquire), k)) {
+            return RP_OK;
+        }
+        /* Failure notices still come over the transport. */
+        c->tp->ops->progress(c->tp);
+        if (c->notice_req.done) {
+            return rp__comm_fail_noticed(c);
+        }
+        if (sh->ctl[q].pid != 0 && kill((pid_t)sh->ctl[q].pid, 0) != 0 &&
+            errno == ESRCH) {
+            rp_error("%s: rank %d (pid %u on this node) has exited", c->op, q,
+                     sh->ctl[q].pid);
+            return rp__comm_fail(c, RP_ERR_PEER_FAILED, q);
+        }
+        if (rp__comm_now_ns() >= deadline) {
+            return rp__comm_timed_out(c, q);
+        }
+    }
+}
+
+rp_status_t rp__shm_wait(rp_comm_t *c, int q, uint32_t k)
+{
+    rp__shm_t *sh = c->shm;
+    _Atomic uint32_t *w = &sh->ctl[q].step;
+    uint64_t start, spin_end;
+
+    if (rp_reached(atomic_load_explicit(w, memory_order_acquire), k)) {
+        return RP_OK;
+    }
+    if (c->broken != RP_OK) {
+        return c->broken;
+    }
+    start = rp__comm_now_ns();
+    spin_end = start + c->spin_ns;
+    /* Poll: most waits end within a microsecond or two. Oversubscribed,
+     * every poll gives the core away: the rank we wait for may need it. */
+    for (unsigned i = 0;; i++) {
+        if (rp_reached(atomic_load_explicit(w, memory_order_acquire), k)) {
+            return RP_OK;
+        }
+        if (c->yield) {
+            sched_yield();
+        } else {
+            rp_cpu_relax();
+        }
+        if ((c->yield || (i & 255) == 255) && rp__comm_now_ns() >= spin_end) {
+            break;
+        }
+    }
+    return rp_shm_sleep(c, q, k, start);
+}
+
+rp_status_t rp__shm_wait_all(rp_comm_t *c, uint32_t k)
+{
+    rp__shm_t *sh = c->shm;
+    rp_status_t status;
+
+    for (int q = 0; q < sh->n; q++) {
+        if (q == sh->rank) {
+            continue;
+        }
+        status = rp__shm_wait(c, q, k);
+        if (status != RP_OK) {
+            return status;
+        }
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__shm_step(rp_comm_t *c, char **slot_p)
+{
+    rp__shm_t *sh = c->shm;
+    rp_status_t status;
+
+    sh->step++;
+    status = rp__shm_wait_all(c, sh->step - 1);
+    *slot_p = rp__shm_slot(sh, sh->rank, sh->step);
+    return status;
+}

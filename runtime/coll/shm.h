@@ -1,0 +1,100 @@
+/*
+ * The node's shared segment: when every rank of the job runs on one node,
+ * the collectives move data through memory the ranks share instead of
+ * through the transport (as Open MPI's sm/vader and NCCL do within a node).
+ *
+ * Layout: a header, one cache line of control per rank (a step counter and
+ * the pid), then per rank two data slots of slot_bytes each. A collective
+ * is a series of steps, numbered alike on every rank (they call the same
+ * collectives in the same order), and every rank posts every step. In step
+ * k a rank may write its own slot k % 2, then posts k; a peer reads that
+ * slot once the rank posted k. Writing slot k % 2 again in step k + 2 is
+ * safe once every rank posted k + 1, because a rank posts a step only
+ * after it finished reading the one before: rp__shm_step waits for that
+ * (normally already true).
+ *
+ * Waiting (rp__shm_wait): poll the peer's counter (with sched_yield in
+ * between when the node is oversubscribed, so the peer holding the data
+ * gets the core), then sleep on a futex on that counter; a rank that posts
+ * wakes the sleepers. While asleep the wait checks the peer's pid, the
+ * failure notices and the timeout, as the transport's waits do.
+ *
+ * The segment is used only when all ranks are on this node (the shared
+ * path then covers everyone; the reductions evaluate, element by element,
+ * the expression the transport's algorithm would, so the bits never depend
+ * on the layout), and not when UCX_TLS leaves shared memory out (an
+ * inter-node emulation over loopback must stay on the network).
+ * RINGPOINT_COLL_SHM=0 turns it off.
+ */
+#ifndef RP_COLL_SHM_H
+#define RP_COLL_SHM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringpoint/status.h"
+#include "ringpoint/types.h"
+
+struct rp_comm;
+
+/* One rank's control line. */
+typedef struct rp__shm_ctl {
+    _Atomic uint32_t step; /* the last step posted */
+    uint32_t pid;          /* 0: not comparable (another pid namespace) */
+    char pad[56];
+} rp__shm_ctl_t;
+
+typedef struct rp__shm {
+    void *base;
+    size_t map_bytes;
+    _Atomic uint32_t *sleepers; /* ranks asleep on some counter */
+    rp__shm_ctl_t *ctl;         /* [n] */
+    char *data;                 /* [n][2][slot_bytes] */
+    size_t slot_bytes;
+    int n, rank;
+    uint32_t step; /* this rank's current step */
+    const void **ptrs; /* [2n]: the reductions' operand lists */
+} rp__shm_t;
+
+/* Set up the segment for @c if the layout allows it (see above); leaves
+ * c->shm NULL otherwise. Collective over the transport: every rank calls
+ * it at the same point of rp__comm_create. Only a bad setting or an error
+ * of the transport fails it; a segment that cannot be made or mapped is
+ * logged and left out, by every rank alike. */
+rp_status_t rp__shm_setup(struct rp_comm *c);
+/* RINGPOINT_COLL_SHM: 1 (default) or 0; anything else is an error. */
+rp_status_t rp__shm_env(bool *on_p);
+void rp__shm_destroy(rp__shm_t *sh);
+
+/* Rank @q's slot for step @k. */
+static inline char *rp__shm_slot(const rp__shm_t *sh, int q, uint32_t k)
+{
+    return sh->data + ((size_t)q * 2 + (k & 1u)) * sh->slot_bytes;
+}
+
+/* Begin the next step: wait until every rank is done with this rank's
+ * slot from two steps back. Returns this rank's slot for the step. */
+rp_status_t rp__shm_step(struct rp_comm *c, char **slot_p);
+/* This rank's slot (if written) is ready for the current step. */
+void rp__shm_post(struct rp_comm *c);
+/* Wait until rank @q posted step @k. */
+rp_status_t rp__shm_wait(struct rp_comm *c, int q, uint32_t k);
+/* ... every other rank. */
+rp_status_t rp__shm_wait_all(struct rp_comm *c, uint32_t k);
+
+/* The collectives over the segment (shm_coll.c). Arguments checked,
+ * count/bytes > 0. @rd: evaluate recursive doubling's expression, else
+ * the ring's. */
+rp_status_t rp__shm_allreduce(struct rp_comm *c, const void *sendbuf,
+                              void *recvbuf, size_t count, rp_dtype_t dtype,
+                              rp_op_t op, bool half_wire, bool rd);
+rp_status_t rp__shm_broadcast(struct rp_comm *c, void *buf, size_t bytes,
+                              int root);
+/* @sendbuf may be this rank's block of @recvbuf, but overlap no other. */
+rp_status_t rp__shm_allgather(struct rp_comm *c, const void *sendbuf,
+                              void *recvbuf, size_t bytes);
+rp_status_t rp__shm_barrier(struct rp_comm *c);
+
+#endif /* RP_COLL_SHM_H */
