@@ -137,6 +137,11 @@ EXTRA_DIST += tests/tools/test_gpu_device.sh
 TESTS += tests/tools/test_layers.sh
 EXTRA_DIST += tests/tools/test_layers.sh
 
+# doc/scale.md's cost model refitted on doc/scale-data.csv: the held-out
+# predictions within its stated tolerances, every table, the plot (TAP).
+TESTS += tests/tools/test_scale_model.sh
+EXTRA_DIST += tests/tools/test_scale_model.sh
+
 # cmocka writes TAP when asked; the harness counts its results.
 AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
 	RP_CKPT_TOOL=$(abs_top_builddir)/runtime/tools/ringpoint-ckpt; \
