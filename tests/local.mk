@@ -161,7 +161,8 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_ckpt.sh tests/slurm/test_train.sh tests/slurm/test_preempt.sh \
 	tests/slurm/test_failure.sh tests/slurm/test_chaos.sh \
 	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh \
-	tests/slurm/test_python.sh tests/slurm/test_storage.sh
+	tests/slurm/test_python.sh tests/slurm/test_storage.sh \
+	tests/slurm/test_netns.sh tests/slurm/test_flush.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
@@ -169,6 +170,11 @@ pkglibexec_PROGRAMS = tests/slurm/ringpoint-coll-check
 tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c \
 	tests/slurm/coll_check_nb.c tests/slurm/coll_check.h
 tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
+
+# A large collective then a wait outside the library (tests/slurm/test_flush.sh).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-flush-check
+tests_slurm_ringpoint_flush_check_SOURCES = tests/slurm/flush_check.c
+tests_slurm_ringpoint_flush_check_LDADD = runtime/libringpoint.la
 
 # The GPU path end to end (tests/slurm/test_gpu.sh): the NCCL id exchange
 # without a GPU, device collectives and checkpoints with one. Internals:

@@ -27,7 +27,7 @@ rp_status_t rp__coll_check(rp_comm_t *c, uint64_t signature)
     return status;
 }
 
-rp_status_t rp__coll_run(rp_comm_t *c, const rp__coll_args_t *a)
+static rp_status_t rp_coll_run_one(rp_comm_t *c, const rp__coll_args_t *a)
 {
     if (a->signature != 0) {
         rp_status_t status = rp__coll_check(c, a->signature);
@@ -53,6 +53,18 @@ rp_status_t rp__coll_run(rp_comm_t *c, const rp__coll_args_t *a)
     }
     rp_error("collectives: unknown request kind %d", (int)a->kind);
     return RP_ERR_INVALID_ARG;
+}
+
+rp_status_t rp__coll_run(rp_comm_t *c, const rp__coll_args_t *a)
+{
+    rp_status_t status = rp_coll_run_one(c, a);
+
+    /* What this rank owes its peers leaves before the caller may block
+     * elsewhere (see the transport's flush). */
+    if (status == RP_OK && c->tp != NULL && c->tp->ops->flush != NULL) {
+        c->tp->ops->flush(c->tp);
+    }
+    return status;
 }
 
 static rp_status_t rp_finish(rp_request_h *req_p)

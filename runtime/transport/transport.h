@@ -66,6 +66,11 @@ typedef struct rp_transport_ops {
     void (*block)(rp_transport_t *tp, int timeout_ms);
     /* RP_OK, or the error a failed connection to @peer reported. */
     rp_status_t (*peer_status)(rp_transport_t *tp, int peer);
+    /* Before a collective returns: hand over what this process still owes
+     * its peers for messages that completed here (a rendezvous receiver's
+     * acknowledgement waits in a queue until the worker is progressed,
+     * and the sender's request with it). Bounded; NULL: nothing owed. */
+    void (*flush)(rp_transport_t *tp);
     void (*destroy)(rp_transport_t *tp);
 } rp_transport_ops_t;
 

@@ -50,6 +50,13 @@ static unsigned rp_ucx_generation;
 /* How long rp__transport_destroy waits for endpoints to flush before it
  * closes them by force (a peer that died never answers a flush). */
 #define RP_UCX_CLOSE_TIMEOUT_NS (2ULL * 1000 * 1000 * 1000)
+/* A receive at least this long may have come by rendezvous, whose
+ * acknowledgement the receiver owes the sender (UCX's thresholds start
+ * above this on every transport). */
+#define RP_UCX_OWED_MIN_BYTES 4096
+/* How long flush() waits for the peers to take what is owed them: they
+ * are inside the same collective, progressing, unless they failed. */
+#define RP_UCX_FLUSH_TIMEOUT_NS (10ULL * 1000 * 1000 * 1000)
 
 #define RP_UCX_CARD_MAGIC 0x72707532u /* "rpu2" */
 
@@ -87,6 +94,9 @@ typedef struct rp_ucx {
     /* A lost peer was reported: those that follow (peers closing down
      * after it) are not news. */
     bool reported;
+    /* A large receive since the last flush: its acknowledgement may still
+     * be queued in the worker. */
+    bool owed;
     rp_ucx_card_t card; /* this process's */
     char key[48];       /* where the addresses are published */
     rp_live_t *live;    /* pings remote peers' hosts; NULL: off */
@@ -333,6 +343,7 @@ static rp_status_t rp_ucx_irecv(rp_transport_t *tp, int peer, uint64_t tag,
     rp_status_t status;
 
     rp_treq_start(req, false, peer, len);
+    ucx->owed = ucx->owed || len >= RP_UCX_OWED_MIN_BYTES;
     if (peer == RP_TRANSPORT_ANY_PEER) {
         utag = tag & RP_TRANSPORT_TAG_MASK;
         mask = RP_TRANSPORT_TAG_MASK;
@@ -457,6 +468,59 @@ static rp_status_t rp_ucx_peer_status(rp_transport_t *tp, int peer)
         ucx->dirty = true;
     }
     return p->status;
+}
+
+/* The receiver of a rendezvous completes its request when the data is
+ * here, and only then queues the acknowledgement that completes the
+ * sender's; if the transport to the sender is busy, the acknowledgement
+ * waits in the worker. A rank that returned from a collective and then
+ * blocked outside the library (another library's collective, a barrier of
+ * its own) left its peer waiting in this collective for good: seen with
+ * 256 MiB allreduces between two ranks of a loaded machine. A worker flush
+ * completes once everything issued on the worker, those acknowledgements
+ * included, has left. */
+static void rp_ucx_flush(rp_transport_t *tp)
+{
+    rp_ucx_t *ucx = tp->impl;
+    ucp_request_param_t param;
+    ucs_status_ptr_t req;
+    uint64_t deadline = 0;
+    ucs_status_t st;
+
+    if (!ucx->owed || ucx->dirty) {
+        return;
+    }
+    ucx->owed = false;
+    for (int i = 0; i < tp->size; i++) {
+        rp_ucx_peer_t *peer = &ucx->peers[i];
+
+        if (peer->ep == NULL || peer->status != RP_OK) {
+            continue;
+        }
+        param.op_attr_mask = 0;
+        req = ucp_ep_flush_nbx(peer->ep, &param);
+        if (req == NULL) {
+            continue;
+        }
+        if (UCS_PTR_IS_ERR(req)) {
+            rp_debug("transport: flushing the endpoint to rank %d: %s", i,
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+            continue;
+        }
+        if (deadline == 0) {
+            deadline = rp_ucx_now_ns() + RP_UCX_FLUSH_TIMEOUT_NS;
+        }
+        while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS &&
+               rp_ucx_now_ns() < deadline) {
+            ucp_worker_progress(ucx->worker);
+        }
+        if (st != UCS_OK) {
+            /* A peer that failed meanwhile: the next collective says so. */
+            rp_debug("transport: flushing the endpoint to rank %d: %s", i,
+                     ucs_status_string(st));
+        }
+        ucp_request_free(req);
+    }
 }
 
 /* Close every endpoint: flush those that are healthy, for a bounded time,
@@ -597,6 +661,7 @@ static const rp_transport_ops_t rp_ucx_ops = {
     .progress = rp_ucx_progress,
     .block = rp_ucx_block,
     .peer_status = rp_ucx_peer_status,
+    .flush = rp_ucx_flush,
     .destroy = rp_ucx_destroy,
 };
 
