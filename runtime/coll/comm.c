@@ -474,8 +474,12 @@ rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req)
         if (now >= deadline) {
             return rp__comm_timed_out(c, req->peer);
         }
-        ms = (int)((deadline - now) / 1000000) + 1;
-        tp->ops->block(tp, ms < RP_BLOCK_MAX_MS ? ms : RP_BLOCK_MAX_MS);
+        /* Capped before the cast: without a timeout (0, the deadline at
+         * UINT64_MAX) it wrapped negative, and poll() slept for good. */
+        ms = deadline - now < RP_BLOCK_MAX_MS * 1000000ULL
+                 ? (int)((deadline - now) / 1000000) + 1
+                 : RP_BLOCK_MAX_MS;
+        tp->ops->block(tp, ms);
     }
 }
 
