@@ -94,10 +94,11 @@ rp__ckpt_catalog_newest_complete(const rp__ckpt_catalog_t *cat);
  *   @m_out      if not NULL, receives the parsed manifest whenever the
  *               manifest itself verified (even if a shard did not); else
  *               zeroed. Free with rp__ckpt_manifest_free either way.
- *   @msg        if not NULL, a one-line reason when not complete, naming
- *               the file and, for data errors, the chunk, e.g.
- *               "step-000000000100/shard-000003.rp chunk 17: crc32c
- *               0x1234abcd != manifest 0x89ab0123".
+ *   @msg        if not NULL, the verdict in words when not complete
+ *               (rp__ckpt_verdict_format), naming the file and the part,
+ *               e.g. "step-000000000100/shard-000003.rp chunk 17: crc32c
+ *               0x1234abcd != manifest 0x89ab0123 (at file offset
+ *               73728)"; rp__ckpt_validate_at gives the verdict itself.
  * Returns RP_OK when complete; RP_ERR_CORRUPT when incomplete or corrupt;
  * RP_ERR_NOT_FOUND if @path does not exist; RP_ERR_IO (state CORRUPT) when
  * something could not be read; RP_ERR_NO_MEMORY.
