@@ -97,6 +97,11 @@ typedef struct rp_ucx {
     /* A large receive since the last flush: its acknowledgement may still
      * be queued in the worker. */
     bool owed;
+    /* The shortest receive that may come by rendezvous: the threshold set
+     * below, else RP_UCX_OWED_MIN_BYTES. Over TCP (256 KiB) a flush after
+     * every 4 KiB-256 KiB collective cost a round trip for nothing: a
+     * 4 KiB allreduce 5.3 -> 13.6 us, 64 KiB 19.9 -> 28.8. */
+    size_t owed_min;
     rp_ucx_card_t card; /* this process's */
     char key[48];       /* where the addresses are published */
     rp_live_t *live;    /* pings remote peers' hosts; NULL: off */
@@ -343,7 +348,7 @@ static rp_status_t rp_ucx_irecv(rp_transport_t *tp, int peer, uint64_t tag,
     rp_status_t status;
 
     rp_treq_start(req, false, peer, len);
-    ucx->owed = ucx->owed || len >= RP_UCX_OWED_MIN_BYTES;
+    ucx->owed = ucx->owed || len >= ucx->owed_min;
     if (peer == RP_TRANSPORT_ANY_PEER) {
         utag = tag & RP_TRANSPORT_TAG_MASK;
         mask = RP_TRANSPORT_TAG_MASK;
@@ -723,11 +728,14 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
      * a receiver takes either protocol. */
     rndv = rp_ucx_net_is_tcp(bs) ? "256k"
            : rp_ucx_oversubscribed(bs) ? "64k" : NULL;
+    ucx->owed_min = RP_UCX_OWED_MIN_BYTES;
     if (rndv != NULL && getenv("UCX_RNDV_THRESH") == NULL) {
         st = ucp_config_modify(config, "RNDV_THRESH", rndv);
         if (st != UCS_OK) {
             rp_debug("transport: cannot set UCX_RNDV_THRESH: %s",
                      ucs_status_string(st));
+        } else {
+            ucx->owed_min = (size_t)atoi(rndv) * 1024;
         }
     }
     memset(&params, 0, sizeof(params));
