@@ -18,7 +18,8 @@
 # Real file systems need root (mount, losetup); without it those tests
 # say "skipped" and pass. mpirun, not srun: the slurmd daemons of the
 # local cluster live in private mount namespaces that do not see a mount
-# made after they started. About 3 minutes.
+# made after they started. One test runs a batch job on the cluster (a
+# stop on a failing disk, requeued). About 2-3 minutes.
 . "$(dirname "$0")/../lib/harness.sh"
 
 export PATH=$RP_PREFIX/bin:$PATH
@@ -27,6 +28,9 @@ export FAULTFS=$RP_PREFIX/libexec/ringpoint/ringpoint-faultfs.so
 export SROOT=${RP_CLUSTER_DIR:-/var/tmp/ringpoint-cluster}/work/storage
 RP_TEST_TIMEOUT=400
 mkdir -p "$SROOT"
+# The batch-job helpers, for the one test on the cluster.
+export RP_WORK=$SROOT/jobs STEPS=300
+. "$(dirname "$0")/../lib/jobs.sh"
 
 # ck DIR ASYNC [VAR=VALUE...] -- ckpt-check ARGS: 2 ranks under mpirun,
 # checkpoints every $EVERY (10) steps and $INTERVAL (0: off) seconds, a
@@ -525,6 +529,31 @@ test_storage_slow_fs_stop_budget() {
     assert_contains "$out" "checkpoint committed"
     assert_contains "$out" "ckpt-check: rank 1 stop at step 25"
     intact "$d" "20 25" 25
+}
+
+# On the cluster, end to end: a batch job of the example trainer (3 ranks,
+# 2 nodes, a checkpoint every 2 s) whose shard writes fail (EIO) from the
+# third on, gets the warning signal. The stop checkpoint cannot be
+# written: the ranks stop without it, exit RP_EXIT_STOPPED, the runtime
+# tells the plugin, the plugin requeues, and the job resumes from the last
+# good checkpoint and ends with the digest of an uninterrupted run.
+# Before the fix rp_step returned the I/O error: the job failed.
+test_storage_stop_on_failing_disk_requeues() {
+    local ref jid out
+    ref=$(reference)
+    TRAIN_ENV="LD_PRELOAD=$FAULTFS RP_FAULTFS=write:*/shard-*:EIO:3" \
+        jid=$(submit failing --requeue --ckpt-interval=2)
+    wait_training failing
+    sleep 8
+    scancel -s USR2 "$jid"
+    wait_done "$jid" 240
+    out=$(cat "$RP_WORK/failing.out"); echo "$out"
+    assert_contains "$out" "Input/output error"
+    assert_contains "$out" "its checkpoint could not be written"
+    assert_contains "$out" "resumed from step"
+    assert_eq "$(state "$jid")" COMPLETED
+    [ "$(restarts "$jid")" -ge 1 ] || fail "the job was not requeued"
+    assert_eq "$(digest_in failing)" "$ref" "digest"
 }
 
 run_all
