@@ -57,6 +57,11 @@ struct rp_live {
     atomic_bool *watched;   /* set after cards[i], read before it */
     rp_live_card_t *cards;
     _Atomic uint64_t *heard_ms; /* last answer, or when watching began */
+    /* Whether a peer ever answered: one that never did is not judged (a
+     * firewall that drops UDP between the hosts must not make every run
+     * fail after the timeout); the application's thread warns once. */
+    atomic_bool *answered;
+    bool *warned;
 };
 
 static uint64_t rp_live_now_ms(void)
@@ -173,6 +178,7 @@ static void rp_live_receive(rp_live_t *l, uint64_t now)
                                         memory_order_acquire) &&
                    m.token == l->cards[m.rank].token) {
             atomic_store(&l->heard_ms[m.rank], now);
+            atomic_store(&l->answered[m.rank], true);
         }
     }
 }
@@ -261,7 +267,10 @@ rp_status_t rp__live_create(int rank, int size, uint64_t timeout_s,
     l->watched = calloc((size_t)size, sizeof(*l->watched));
     l->cards = calloc((size_t)size, sizeof(*l->cards));
     l->heard_ms = calloc((size_t)size, sizeof(*l->heard_ms));
-    if (l->watched == NULL || l->cards == NULL || l->heard_ms == NULL) {
+    l->answered = calloc((size_t)size, sizeof(*l->answered));
+    l->warned = calloc((size_t)size, sizeof(*l->warned));
+    if (l->watched == NULL || l->cards == NULL || l->heard_ms == NULL ||
+        l->answered == NULL || l->warned == NULL) {
         rp_error("liveness: out of memory for %d peers", size);
         goto err_free;
     }
@@ -305,6 +314,8 @@ err_close:
     }
     close(l->fd);
 err_free:
+    free(l->warned);
+    free(l->answered);
     free(l->heard_ms);
     free(l->cards);
     free(l->watched);
@@ -353,6 +364,19 @@ bool rp__live_lost(rp_live_t *l, int peer, uint64_t *silent_ms)
     if (now - atomic_load(&l->tick_ms) > 2 * l->interval_ms + 1000) {
         return false;
     }
+    if (!atomic_load(&l->answered[peer])) {
+        if (!l->warned[peer]) {
+            char addr[INET_ADDRSTRLEN];
+
+            rp__live_addr_str(&l->cards[peer], addr, sizeof(addr));
+            rp_warn("liveness: rank %d (%s) never answered a probe in %llu "
+                    "s: UDP between these hosts is blocked? A lost host "
+                    "there is noticed only after RINGPOINT_COLL_TIMEOUT",
+                    peer, addr, (unsigned long long)(now - heard) / 1000u);
+            l->warned[peer] = true;
+        }
+        return false;
+    }
     *silent_ms = now - heard;
     return true;
 }
@@ -369,6 +393,8 @@ void rp__live_destroy(rp_live_t *l)
     }
     close(l->wake_fd);
     close(l->fd);
+    free(l->warned);
+    free(l->answered);
     free(l->heard_ms);
     free(l->cards);
     free(l->watched);

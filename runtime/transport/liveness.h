@@ -12,7 +12,9 @@
  * So each process runs one small thread with a UDP socket: it answers
  * pings at once, whatever the application does, and pings the hosts of the
  * peers it watches every interval. A watched peer from which no answer
- * came for the timeout is lost: its host is down or cut off, not busy.
+ * came for the timeout is lost: its host is down or cut off, not busy. A
+ * peer that never answered at all is not judged (UDP may be filtered
+ * between the hosts); a wait that would have judged it warns once.
  * The thread notices when it was itself stopped (the whole job suspended,
  * a stalled machine) and then starts the count again instead of blaming
  * the peers.
