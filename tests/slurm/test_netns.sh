@@ -12,8 +12,12 @@
 #     ranks finish are not failures);
 #   - a job suspended for longer than the timeout is not declared lost.
 # The cluster is brought up and torn down here, in $RP_CLUSTER_DIR-netns on
-# ports RP_NETNS_CTLD_PORT / RP_NETNS_SLURMD_PORT (16867 / 16870..16871);
-# about 90 s in all. Needs root and `ip` (netns, veth, bridge).
+# ports RP_NETNS_CTLD_PORT / RP_NETNS_SLURMD_PORT, by default next to the
+# main cluster's (RP_CLUSTER_CTLD_PORT + 1, RP_CLUSTER_SLURMD_PORT + 4 and
+# + 5: 16818 / 16834..16835 with cluster.sh's defaults), so that test runs
+# beside each other on their own ports never share a bridge or a namespace
+# (both are named after the port). About 90-120 s in all. Needs root and
+# `ip` (netns, veth, bridge).
 . "$(dirname "$0")/../lib/harness.sh"
 
 RP_TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,10 +27,13 @@ export RP_WORK=$RP_NETNS_DIR/work/netns
 export STEPS=600
 export UCX_TLS=tcp,self
 
+export RP_NETNS_CTLD_PORT=${RP_NETNS_CTLD_PORT:-$((${RP_CLUSTER_CTLD_PORT:-16817} + 1))}
+export RP_NETNS_SLURMD_PORT=${RP_NETNS_SLURMD_PORT:-$((${RP_CLUSTER_SLURMD_PORT:-16830} + 4))}
+
 netns_cluster() { # netns_cluster COMMAND ARGS...
     RP_CLUSTER_DIR=$RP_NETNS_DIR RP_CLUSTER_NETNS=1 RP_CLUSTER_CRED_EXPIRE=5 \
-        RP_CLUSTER_CTLD_PORT=${RP_NETNS_CTLD_PORT:-16867} \
-        RP_CLUSTER_SLURMD_PORT=${RP_NETNS_SLURMD_PORT:-16870} \
+        RP_CLUSTER_CTLD_PORT=$RP_NETNS_CTLD_PORT \
+        RP_CLUSTER_SLURMD_PORT=$RP_NETNS_SLURMD_PORT \
         "$RP_TOP/scripts/cluster.sh" "$@"
 }
 
