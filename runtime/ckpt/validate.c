@@ -257,6 +257,74 @@ static const char *rp__val_header_why(const char *why)
                                                      : why;
 }
 
+/* The header field at byte @off (the layout in shard.h). */
+static const char *rp__val_header_field(size_t off)
+{
+    static const struct {
+        size_t end;
+        const char *name;
+    } fields[] = {
+        {8, "magic"}, {12, "version"}, {16, "header size"},
+        {32, "checkpoint id"}, {40, "step"}, {44, "rank"},
+        {48, "world size"}, {56, "payload length"}, {60, "reserved"},
+        {64, "crc32c"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (off < fields[i].end) {
+            return fields[i].name;
+        }
+    }
+    return "padding";
+}
+
+/*
+ * A bad header of rank @rank's shard, judged against the header the
+ * manifest says belongs there (encoded by shard.c, so the layout is not
+ * restated): the decoder's reason, and the first byte that differs, its
+ * field, and what was expected and found there.
+ */
+static rp_status_t rp__val_bad_header(rp__ckpt_verdict_t *v, const char *file,
+                                      const unsigned char *hbuf,
+                                      const rp__ckpt_manifest_t *m,
+                                      uint32_t rank, const char *why)
+{
+    rp__ckpt_shard_header_t want;
+    uint8_t *wbuf = malloc(RP_CKPT_SHARD_HEADER_SIZE);
+    char exp[48], got[48];
+    size_t i = 0;
+    rp_status_t rc;
+
+    if (wbuf != NULL) {
+        memset(&want, 0, sizeof(want));
+        memcpy(want.ckpt_id, m->ckpt_id, RP_CKPT_ID_SIZE);
+        want.step = m->step;
+        want.rank = rank;
+        want.world_size = m->world_size;
+        want.payload_length = m->shards[rank].length;
+        rp__ckpt_shard_header_encode(&want, wbuf);
+        while (i < RP_CKPT_SHARD_HEADER_SIZE && hbuf[i] == wbuf[i]) {
+            i++;
+        }
+    }
+    if (wbuf == NULL || i == RP_CKPT_SHARD_HEADER_SIZE) {
+        /* No memory for the comparison: the reason alone says enough. */
+        free(wbuf);
+        return rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, "shard header",
+                                    0, NULL, NULL, "%s",
+                                    rp__val_header_why(why));
+    }
+    (void)snprintf(exp, sizeof(exp), "byte 0x%02x", wbuf[i]);
+    (void)snprintf(got, sizeof(got), "byte 0x%02x", hbuf[i]);
+    rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, "shard header", i,
+                              exp, got, "%s (field %s, byte %zu: 0x%02x, "
+                              "expected 0x%02x)", rp__val_header_why(why),
+                              rp__val_header_field(i), i, hbuf[i], wbuf[i]);
+    free(wbuf);
+    return rc;
+}
+
 static rp_status_t rp__val_shard(int cfd, rp__ckpt_verdict_t *v,
                                  const rp__ckpt_manifest_t *m, uint32_t rank,
                                  bool full)
@@ -319,8 +387,7 @@ static rp_status_t rp__val_shard(int cfd, rp__ckpt_verdict_t *v,
                                          why, sizeof(why));
     }
     if (rc != RP_OK) {
-        rc = rp__ckpt_verdict_set(v, RP_CKPT_CORRUPT, file, "shard header", 0,
-                                  NULL, NULL, "%s", rp__val_header_why(why));
+        rc = rp__val_bad_header(v, file, hbuf, m, rank, why);
         goto err_hbuf;
     }
     free(hbuf);

@@ -13,7 +13,7 @@
  * what was expected against what was found:
  *
  *   step-000000000244/shard-000001.rp shard header: crc32c 0x5d6c1a2b !=
- *       computed 0x0e4f9c11
+ *       computed 0x0e4f9c11 (field version, byte 10: 0xff, expected 0x00)
  *   step-000000000244/shard-000001.rp chunk 1: crc32c 0x1234abcd !=
  *       manifest 0x89ab0123 (at file offset 8192)
  *   step-000000000244/shard-000000.rp: truncated: 8000 bytes, expected

@@ -5,7 +5,8 @@
  * it: a byte flipped at every 512-byte offset of every file (every 32nd
  * byte of the short MANIFEST), and every file cut at several lengths. After each damage:
  *   - ringpoint-ckpt verify DIR 20 says "corrupt" and names the file (and
- *     the shard header, the chunk or the MANIFEST as the offset says);
+ *     the shard header and the flipped byte in it, the chunk, or the
+ *     MANIFEST, as the offset says);
  *   - ls --full, verify DIR, show and prune print that same verdict, word
  *     for word; ls (the quick check) too, except for a flipped payload
  *     byte, which only reading the chunk can see ("complete" there);
@@ -168,11 +169,12 @@ static bool exists(const char *name)
 /*
  * Judge the damaged checkpoint with every command and the restore path.
  * @file: the damaged file; @part: what verify must name after it ("shard
- * header", "chunk N", "" for the file as such); @payload: a flip only the
+ * header", "chunk N", "" for the file as such); @at: text the verdict must
+ * also hold (the flipped header byte), or ""; @payload: a flip only the
  * full check can see.
  */
 static void judge_all(rp_context_h ctx, const char *what, const char *file,
-                      const char *part, bool payload)
+                      const char *part, const char *at, bool payload)
 {
     char *out = NULL, *log = NULL, v[768], w[768], want[160], why[1024];
     rp_restore_info_t info;
@@ -190,6 +192,7 @@ static void judge_all(rp_context_h ctx, const char *what, const char *file,
              part[0] != '\0' ? " " : "", part);
     EXPECT(strncmp(v, want, strlen(want)) == 0, "verify names '%s', not '%s'",
            v, want);
+    EXPECT(strstr(v, at) != NULL, "'%s' does not point at '%s'", v, at);
     free(out);
     out = NULL;
 
@@ -294,11 +297,38 @@ static off_t file_size(const char *file)
     return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
+/* Flip byte @off of @file, judge, flip it back. */
+static void flip_case(rp_context_h ctx, const char *file, bool manifest,
+                      off_t off)
+{
+    bool payload = !manifest && off >= RP_CKPT_SHARD_HEADER_SIZE;
+    char what[160], part[32], at[48] = "";
+
+    if (manifest) {
+        part[0] = '\0';
+    } else if (payload) {
+        snprintf(part, sizeof(part), "chunk %u",
+                 (unsigned)((off - RP_CKPT_SHARD_HEADER_SIZE) / CHUNK));
+    } else {
+        /* The verdict must also point at the flipped byte. */
+        snprintf(part, sizeof(part), "shard header");
+        snprintf(at, sizeof(at), ", byte %lld: ", (long long)off);
+    }
+    snprintf(what, sizeof(what), "%s: byte %lld flipped", file,
+             (long long)off);
+    flip(file, off);
+    judge_all(ctx, what, file, part, at, payload);
+    flip(file, off);
+}
+
 /* Every case for @file: its flips, then its truncations. */
 static void damage_file(rp_context_h ctx, const char *file, bool manifest)
 {
+    /* The first byte of every header field after the magic (shard.h). */
+    static const off_t fields[] = {8, 12, 16, 32, 40, 44, 48, 56, 60};
     off_t size = file_size(file), off, cuts[8];
-    char what[160], part[32], path[128];
+    off_t step = manifest ? 32 : 512;
+    char what[160], path[128];
     unsigned char *keep = malloc((size_t)size);
     size_t ncuts = 0, i;
     FILE *f;
@@ -311,23 +341,13 @@ static void damage_file(rp_context_h ctx, const char *file, bool manifest)
         exit(1);
     }
     fclose(f);
-    /* Every 512th byte; the MANIFEST, a few hundred bytes, every 32nd. */
-    for (off = 0; off < size; off += manifest ? 32 : 512) {
-        bool payload = !manifest && off >= RP_CKPT_SHARD_HEADER_SIZE;
-
-        if (manifest) {
-            part[0] = '\0';
-        } else if (payload) {
-            snprintf(part, sizeof(part), "chunk %u",
-                     (unsigned)((off - RP_CKPT_SHARD_HEADER_SIZE) / CHUNK));
-        } else {
-            snprintf(part, sizeof(part), "shard header");
-        }
-        snprintf(what, sizeof(what), "%s: byte %lld flipped", file,
-                 (long long)off);
-        flip(file, off);
-        judge_all(ctx, what, file, part, payload);
-        flip(file, off);
+    /* Every 512th byte (of the MANIFEST, a few hundred bytes, every
+     * 32nd), and the fields of a shard's header. */
+    for (off = 0; off < size; off += step) {
+        flip_case(ctx, file, manifest, off);
+    }
+    for (i = 0; !manifest && i < sizeof(fields) / sizeof(fields[0]); i++) {
+        flip_case(ctx, file, manifest, fields[i]);
     }
     cuts[ncuts++] = 0;
     cuts[ncuts++] = 1;
@@ -345,7 +365,7 @@ static void damage_file(rp_context_h ctx, const char *file, bool manifest)
             printf("Bail out! cannot truncate %s\n", path);
             exit(1);
         }
-        judge_all(ctx, what, file, "", false);
+        judge_all(ctx, what, file, "", "", false);
         f = fopen(path, "wb");
         if (f == NULL || fwrite(keep, 1, (size_t)size, f) != (size_t)size) {
             printf("Bail out! cannot restore %s\n", path);
