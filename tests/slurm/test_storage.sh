@@ -507,6 +507,34 @@ test_storage_slow_write_async_does_not_block() {
     [ "$(echo "$out" | grep -c "restored step=.* ok bad=0")" -eq 2 ] || fail "no intact restore"
 }
 
+# A really slow device: ext4 on a loop device whose writes the ranks'
+# block-I/O cgroup (v1 blkio) throttles to 512 KiB/s, a checkpoint of
+# about 1.5 MiB (O_DIRECT writes, so the throttle sees them): each write
+# takes about 3 s against a 1 s interval. Async: training goes on, the
+# checkpoints due meanwhile are postponed, each one taken is whole.
+test_storage_throttled_device_async() {
+    local mnt=$SROOT/fs-slow cg d out dev
+    cg=/sys/fs/cgroup/blkio/rp-storage-$$
+    drop_fs "$mnt"
+    [ -w /sys/fs/cgroup/blkio ] || { echo "skipped: no cgroup v1 blkio"; return 0; }
+    with_fs ext4 "$mnt" || return 0
+    mkdir "$cg" || { echo "skipped: cannot make a blkio cgroup"; return 0; }
+    # shellcheck disable=SC2064 # expand now
+    trap "rmdir '$cg' 2>/dev/null; drop_fs '$mnt'" EXIT
+    trap 'exit 143' TERM INT
+    dev=$(lsblk -no MAJ:MIN "$(findmnt -n -o SOURCE "$mnt")" | tr -d ' ')
+    echo "$dev 524288" >"$cg/blkio.throttle.write_bps_device"
+    d=$mnt/ckpt
+    out=$(echo $BASHPID >"$cg/cgroup.procs" &&
+        BYTES=1000000 EVERY=0 INTERVAL=1 ck "$d" 1 -- train -n 120 -s 50); echo "$out"
+    echo "throttled: $(grep -o 'Write [0-9]*' "$cg/blkio.throttle.io_service_bytes" | head -1) bytes"
+    assert_contains "$out" "postponed: the one of step"
+    trained "$out" 120
+    ringpoint-ckpt verify "$d"
+    out=$(BYTES=1000000 ck "$d" 0 -- restore); echo "$out"
+    [ "$(echo "$out" | grep -c "restored step=.* ok bad=0")" -eq 2 ] || fail "no intact restore"
+}
+
 # The stop budget on a slow file system: each shard write takes 1.5 s
 # more (sync), so the checkpoints of 10 and 20 take 3 s or more. A stop at
 # 25 at the time limit (RINGPOINT_SLURM_END_TIME reached) with KillWait
