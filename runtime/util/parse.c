@@ -39,6 +39,13 @@ static bool rp_parse_digits(const char **pp, uint64_t limit, uint64_t *out)
     return true;
 }
 
+/* The user's text in a message: at most this many bytes of it, so that
+ * a long bad value cannot push the accepted forms out of a caller's
+ * buffer (found by tests/fuzz/fuzz_parse). */
+#define RP_QUOTE_MAX 64
+#define RP_QUOTE(text) RP_QUOTE_MAX, (text), \
+    strlen(text) > RP_QUOTE_MAX ? "..." : ""
+
 /* Refuse text longer than RP_VALUE_MAX_LEN, without reading past it. */
 static bool rp_parse_too_long(const char *text, char *err, size_t errlen)
 {
@@ -64,7 +71,8 @@ rp_status_t rp__parse_uint(const char *text, uint64_t min, uint64_t max,
         return RP_ERR_INVALID_ARG;
     }
     if (!rp_parse_digits(&p, UINT64_MAX, &v) || *p != '\0') {
-        rp__errbuf(err, errlen, "'%s' is not a whole number", text);
+        rp__errbuf(err, errlen, "'%.*s%s' is not a whole number",
+                   RP_QUOTE(text));
         return RP_ERR_INVALID_ARG;
     }
     if (v < min || v > max) {
@@ -170,16 +178,16 @@ rp_status_t rp__parse_duration(const char *text, uint64_t *seconds_p,
         goto err_form;
     }
     if (v > RP_DURATION_MAX_S / unit) {
-        rp__errbuf(err, errlen, "'%s' is longer than the maximum of 366 days",
-                      text);
+        rp__errbuf(err, errlen, "'%.*s%s' is longer than the maximum of 366 "
+                   "days", RP_QUOTE(text));
         return RP_ERR_INVALID_ARG;
     }
     *seconds_p = v * unit;
     return RP_OK;
 
 err_form:
-    rp__errbuf(err, errlen, "'%s' is not a duration (accepted: %s)", text,
-                  RP_DURATION_FORMS);
+    rp__errbuf(err, errlen, "'%.*s%s' is not a duration (accepted: %s)",
+               RP_QUOTE(text), RP_DURATION_FORMS);
     return RP_ERR_INVALID_ARG;
 }
 
@@ -271,11 +279,12 @@ rp_status_t rp__parse_signal(const char *text, int *signo_p, char *err,
     }
     if (strcasecmp(name, "KILL") == 0 || strcasecmp(name, "STOP") == 0 ||
         strcmp(text, "9") == 0 || strcmp(text, "19") == 0) {
-        rp__errbuf(err, errlen, "'%s' cannot be caught, so no checkpoint can "
-                   "be taken on it (accepted: %s)", text, RP_SIGNAL_FORMS);
+        rp__errbuf(err, errlen, "'%.*s%s' cannot be caught, so no checkpoint "
+                   "can be taken on it (accepted: %s)", RP_QUOTE(text),
+                   RP_SIGNAL_FORMS);
     } else {
-        rp__errbuf(err, errlen, "'%s' is not a usable signal (accepted: %s)",
-                   text, RP_SIGNAL_FORMS);
+        rp__errbuf(err, errlen, "'%.*s%s' is not a usable signal (accepted: "
+                   "%s)", RP_QUOTE(text), RP_SIGNAL_FORMS);
     }
     return RP_ERR_INVALID_ARG;
 }
