@@ -12,8 +12,8 @@ packages=(
     libpmix-dev libucx-dev ucx-utils
     # Open MPI: mpirun as a second PMIx launcher, and the benchmark peer
     openmpi-bin libopenmpi-dev
-    # unit tests
-    libcmocka-dev
+    # unit tests; clang's libFuzzer for the fuzz targets (scripts/fuzz.sh)
+    libcmocka-dev clang libclang-rt-14-dev
     # the Python package (Debian's interpreter, torch, numpy) and its tests
     python3 python3-torch python3-numpy python3-pytest
     # the cluster script and the tests

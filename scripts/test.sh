@@ -4,7 +4,8 @@
 #   scripts/test.sh [PATTERN]
 #
 # 1. a build with AddressSanitizer + UBSan and -Werror, and the unit tests
-#    (make check) in it;
+#    (make check) in it, which replay the fuzz corpora; with clang, the fuzz
+#    targets a few seconds each (scripts/fuzz.sh, RP_TEST_FUZZ_SECONDS);
 # 2. a release build with -Werror, installed (make install), and make
 #    distcheck;
 # 3. a real local Slurm cluster (scripts/cluster.sh) with the installed
@@ -67,6 +68,20 @@ if "$top/scripts/build.sh" "$top/build-asan" --enable-sanitizers --enable-werror
     fi
 else
     record fail build-sanitizers
+fi
+
+# ---- 1b. the fuzz targets, a few seconds each from their corpus (clang)
+if command -v clang >/dev/null 2>&1; then
+    say "fuzz targets (libFuzzer, ${RP_TEST_FUZZ_SECONDS:-3}s each)"
+    "$top/scripts/fuzz.sh" -t "${RP_TEST_FUZZ_SECONDS:-3}" -b "$top/build-fuzz-ci" \
+        >"$RP_TEST_LOGDIR/fuzz.log" 2>&1
+    if ! grep -qE '^[a-z_]+ +[0-9]+ ' "$RP_TEST_LOGDIR/fuzz.log"; then
+        tail -n 20 "$RP_TEST_LOGDIR/fuzz.log"
+        record fail fuzz-build
+    fi
+    while read -r target _ _ _ _ _ _ result; do
+        if [ "$result" = ok ]; then record pass "fuzz: $target"; else record fail "fuzz: $target ($result)"; fi
+    done < <(grep -E '^[a-z_]+ +[0-9]+ ' "$RP_TEST_LOGDIR/fuzz.log")
 fi
 
 # ---- 2. release build, install, distcheck
