@@ -8,6 +8,9 @@
 #     plus a little, naming the lost rank and its host; the checkpoints from
 #     before the cut verify; once the host is back the job is requeued and
 #     resumes to the digest of an uninterrupted run;
+#   - the same with the cut in the middle of a checkpoint (rank 1's shard
+#     fsync held 8 s by the fault injector): the checkpoint in flight is
+#     never committed, the ones before it verify, the job resumes;
 #   - a clean run over TCP prints no error (the connections that close as
 #     ranks finish are not failures);
 #   - a job suspended for longer than the timeout is not declared lost.
@@ -49,6 +52,10 @@ fi
 trap 'netns_cluster down >/dev/null 2>&1 || true' EXIT
 eval "$(netns_cluster env)"
 . "$(dirname "$0")/../lib/jobs.sh"
+# Jobs start in the submitter's directory, which must exist on the nodes:
+# their /tmp is private, so a checkout under /tmp is not there (slurmstepd
+# then logs "couldn't chdir" as an error, which the clean-run test reads).
+mkdir -p "$RP_WORK" && cd "$RP_WORK" || exit 1
 export TRAIN_DELAY="--step-delay-ms 20"
 
 # submit2 NAME [sbatch options]: like submit, 2 ranks on the 2 hosts, a
@@ -59,7 +66,7 @@ submit2() {
     cat >"$RP_WORK/$name.sh" <<SCRIPT
 #!/bin/bash
 echo "start restart=\${SLURM_RESTART_COUNT:-0}"
-srun ringpoint-example-train --steps $STEPS --log-every 50 $TRAIN_DELAY
+srun ${TASK_WRAP:-} ringpoint-example-train --steps $STEPS --log-every 50 $TRAIN_DELAY
 echo "srun exit \$?"
 SCRIPT
     rm -rf "$RP_WORK/$name.out" "$RP_WORK/$name.ckpt"
@@ -72,40 +79,46 @@ SCRIPT
 # seconds_since T0: elapsed seconds, to a tenth.
 seconds_since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }'; }
 
-test_lost_host_fails_within_bound_and_resumes() {
-    local ref jid t0 before err_at ckpt
+# cut_host NAME WHEN TIMEOUT_S: run job NAME under RINGPOINT_PEER_TIMEOUT
+# TIMEOUT_S, cut n2's link once a line of its output matches WHEN, and check
+# everything a lost host promises.
+cut_host() {
+    local name=$1 when=$2 ref jid t0 before err_at ckpt
+    export RINGPOINT_PEER_TIMEOUT=$3
     ref=$(srun -N2 -n2 --ntasks-per-node=1 --ckpt-dir="$RP_WORK/ref.$$" \
         --ckpt-interval=0 ringpoint-example-train --steps "$STEPS" --log-every 0 |
         sed -n 's/^final step=[0-9]* digest=//p')
     [ -n "$ref" ] || fail "no reference digest"
-    jid=$(submit2 cut --requeue)
+    jid=$(submit2 "$name" --requeue)
     trap 'netns_cluster net-up n2 || true' EXIT
-    for _ in $(seq 600); do
-        grep -q '^step 300 ' "$RP_WORK/cut.out" 2>/dev/null && break
+    for _ in $(seq 900); do
+        grep -q -- "$when" "$RP_WORK/$name.out" 2>/dev/null && break
         sleep 0.1
     done
-    grep -q '^step 300 ' "$RP_WORK/cut.out" || fail "job $jid never reached step 300"
-    before=$(cd "$RP_WORK/cut.ckpt" && ls -d step-* | sort)
+    grep -q -- "$when" "$RP_WORK/$name.out" || fail "job $jid never printed '$when'"
+    before=$(cd "$RP_WORK/$name.ckpt" && ls -d step-* | sort)
     [ -n "$before" ] || fail "no checkpoint before the cut"
+    echo "$before" | tail -1 >"$RP_WORK/$name.last"
     t0=$(date +%s.%N)
     netns_cluster net-down n2
     for _ in $(seq 600); do
-        grep -q 'is lost' "$RP_WORK/cut.out" && break
+        grep -q 'is lost' "$RP_WORK/$name.out" && break
         sleep 0.1
     done
     err_at=$(seconds_since "$t0")
-    grep -v '^step ' "$RP_WORK/cut.out"
+    grep -v '^step ' "$RP_WORK/$name.out"
     echo "error on the surviving rank ${err_at} s after the link went down"
-    assert_contains "$(cat "$RP_WORK/cut.out")" "rank 1 on n2 (10." "the error"
-    # RINGPOINT_PEER_TIMEOUT is 20 s: generous room for a loaded machine,
-    # far below RINGPOINT_COLL_TIMEOUT (5 min).
-    awk -v t="$err_at" 'BEGIN { exit !(t >= 15 && t <= 45) }' ||
+    assert_contains "$(cat "$RP_WORK/$name.out")" "rank 1 on n2 (10." "the error"
+    # Not before the timeout (less a ping interval), and with generous
+    # room after it for a loaded machine; far below RINGPOINT_COLL_TIMEOUT
+    # (5 min) either way.
+    awk -v t="$err_at" -v lim="$3" 'BEGIN { exit !(t >= lim * 0.75 && t <= lim + 25) }' ||
         fail "the lost host was reported after ${err_at} s"
     # What was committed before the cut is all there and verifies.
     for ckpt in $before; do
-        [ -d "$RP_WORK/cut.ckpt/$ckpt" ] || fail "$ckpt is gone"
+        [ -d "$RP_WORK/$name.ckpt/$ckpt" ] || fail "$ckpt is gone"
     done
-    ringpoint-ckpt verify "$RP_WORK/cut.ckpt" || fail "the checkpoints do not verify"
+    ringpoint-ckpt verify "$RP_WORK/$name.ckpt" || fail "the checkpoints do not verify"
     # The host comes back: the requeued job resumes and ends as if never
     # interrupted.
     netns_cluster net-up n2
@@ -113,10 +126,28 @@ test_lost_host_fails_within_bound_and_resumes() {
     echo "requeued $(seconds_since "$t0") s after the cut"
     wait_done "$jid" 150
     echo "done $(seconds_since "$t0") s after the cut"
-    grep -v '^step ' "$RP_WORK/cut.out"
-    assert_contains "$(cat "$RP_WORK/cut.out")" "resumed from step"
+    grep -v '^step ' "$RP_WORK/$name.out"
+    assert_contains "$(cat "$RP_WORK/$name.out")" "resumed from step"
     assert_eq "$(state "$jid")" COMPLETED
-    assert_eq "$(digest_in cut)" "$ref" "digest after the lost host"
+    assert_eq "$(digest_in "$name")" "$ref" "digest after the lost host"
+}
+
+test_lost_host_fails_within_bound_and_resumes() {
+    cut_host cut '^step 300 ' 20 # the default
+}
+
+test_lost_host_mid_checkpoint() {
+    local resumed
+    # Rank 1's third shard: its fsync held 8 s, the cut comes inside it.
+    export RP_FAULTFS='fsync:*/.inflight-*/shard-000001*:delay=8000:3:1'
+    export TASK_WRAP="env LD_PRELOAD=$RP_PREFIX/libexec/ringpoint/ringpoint-faultfs.so"
+    cut_host midckpt 'faultfs: fsync' 5 # shorter, to keep the suite short
+    assert_contains "$(cat "$RP_WORK/midckpt.out")" "faultfs: fsync"
+    # The checkpoint in flight at the cut was never committed: the job
+    # resumed from the last one committed before it.
+    resumed=$(sed -n 's/^resumed from step \([0-9]*\).*/\1/p' "$RP_WORK/midckpt.out")
+    assert_eq "$((10#$resumed))" "$((10#$(sed 's/^step-//' "$RP_WORK/midckpt.last")))" \
+        "the step resumed from"
 }
 
 test_clean_tcp_run_prints_no_error() {
