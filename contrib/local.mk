@@ -33,6 +33,11 @@ dist_bench_DATA = contrib/bench/benchcommon.py
 # The memory roofline the ring is held against (doc/benchmarks.md).
 bench_PROGRAMS = contrib/bench/ringpoint-membw
 contrib_bench_ringpoint_membw_SOURCES = contrib/bench/membw.c
+# rp_barrier in ringpoint-bench's table, beside mpi-allreduce-bench -C barrier.
+bench_PROGRAMS += contrib/bench/ringpoint-barrier-bench
+contrib_bench_ringpoint_barrier_bench_SOURCES = contrib/bench/barrier_bench.c \
+	runtime/tools/benchtable.c runtime/tools/benchtable.h
+contrib_bench_ringpoint_barrier_bench_LDADD = runtime/libringpoint.la
 # The GPU path beside CUDA's and NCCL's own rates (doc/benchmarks.md, GPU):
 # the one program of the project that links CUDA and NCCL itself.
 if HAVE_GPU_MODULE

@@ -1,48 +1,65 @@
 #!/usr/bin/env bash
-# Allreduce: ringpoint beside Open MPI (default path, and pml ucx) and
-# PyTorch gloo, interleaved in one run on the same launcher and rank layout,
-# with medians over rounds and the ratios per size.
+# Collectives: ringpoint beside Open MPI (default path, and pml ucx), an
+# earlier ringpoint (-B) and PyTorch gloo, interleaved in one run on the
+# same launcher and rank layout, with medians over rounds and the ratios
+# per size; the ceilings (memory bandwidth, loopback TCP rate) and the
+# machine's load measured in the same run.
 #
-#   scripts/bench-allreduce.sh [-r ROUNDS] [-p PREFIX] [-l LAYOUTS] [-o FILE]
+#   scripts/bench-allreduce.sh [-r ROUNDS] [-p PREFIX] [-B PREFIX] [-l LAYOUTS]
+#                              [-C COLLS] [-G] [-o FILE] [-q]
 #
 #   -r ROUNDS   rounds (default 5); every round runs every tool once per
-#               layout, in turn, so that a noisy neighbour hits all alike
+#               layout and collective, in turn, so that a noisy neighbour
+#               hits all alike
 #   -p PREFIX   where ringpoint is installed (default: $RP_PREFIX, else the
 #               directory above this script's ringpoint-bench on PATH)
+#   -B PREFIX   also an earlier ringpoint installed there ("before")
 #   -l LAYOUTS  comma-separated, from np2 (2 ranks, shared memory), np4
 #               (4 ranks with --oversubscribe) and tcp (2 ranks with
 #               UCX_TLS=tcp,self for both ringpoint and Open MPI's pml ucx:
 #               an inter-node emulation); default np2,np4,tcp
+#   -C COLLS    comma-separated, from allreduce, broadcast, allgather and
+#               barrier (against MPI_Allreduce, MPI_Bcast, MPI_Allgather,
+#               MPI_Barrier); default allreduce
+#   -G          no gloo
 #   -o FILE     also keep every row measured (TSV) in FILE
 #   -q          quick: 2 rounds and fewer iterations (a smoke test)
 #
 # Every tool prints ringpoint-bench's table: the median over iterations of
 # the slowest rank's per-iteration time. The summary then takes, per
-# layout, tool and size, the median over rounds. Ratios are the other
-# tool's time over ringpoint's (above 1: ringpoint is faster; for a fixed
-# size that is also the busbw ratio). Open MPI columns are out of place
-# (ringpoint's too); gloo works in place, so it is set against ringpoint's
-# in-place figure.
+# layout, collective, tool and size, the median over rounds. Ratios are the
+# other tool's time over ringpoint's (above 1: ringpoint is faster; for a
+# fixed size that is also the busbw ratio); "x best" takes the faster of
+# Open MPI's two paths. Open MPI columns are out of place (ringpoint's
+# too); gloo works in place, so it is set against ringpoint's in-place
+# figure.
 #
-# Needs: mpirun (Open MPI 4.1), the mpi-allreduce-bench and gloo_allreduce.py
-# installed by `make install` under PREFIX/libexec/ringpoint, and
-# /usr/bin/python3 with torch (Debian's python3-torch) for gloo; a tool that
-# is missing is skipped and its columns say so.
+# Needs: mpirun (Open MPI 4.1); mpi-allreduce-bench, ringpoint-barrier-bench,
+# ringpoint-membw and gloo_allreduce.py, installed by `make install` under
+# PREFIX/libexec/ringpoint; /usr/bin/python3 (with torch, Debian's
+# python3-torch, for gloo). A tool that is missing is skipped and its
+# columns say so.
 set -euo pipefail
 
 rounds=5
 layouts=np2,np4,tcp
+colls=allreduce
 prefix=${RP_PREFIX:-}
+before=
 keep=
 quick=0
-while getopts "r:p:l:o:qh" opt; do
+nogloo=0
+while getopts "r:p:B:l:C:Go:qh" opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     p) prefix=$OPTARG ;;
+    B) before=$OPTARG ;;
     l) layouts=$OPTARG ;;
+    C) colls=$OPTARG ;;
+    G) nogloo=1 ;;
     o) keep=$OPTARG ;;
     q) quick=1; rounds=2 ;;
-    h) sed -n '2,30p' "$0"; exit 0 ;;
+    h) sed -n '2,41p' "$0"; exit 0 ;;
     *) exit 64 ;;
     esac
 done
@@ -52,50 +69,147 @@ if [ -z "$prefix" ]; then
     prefix=$(cd "$(dirname "$b")/.." && pwd)
 fi
 RP_BENCH=$prefix/bin/ringpoint-bench
+RP_BARRIER=$prefix/libexec/ringpoint/ringpoint-barrier-bench
 MPI_BENCH=$prefix/libexec/ringpoint/mpi-allreduce-bench
+MEMBW=$prefix/libexec/ringpoint/ringpoint-membw
 GLOO_BENCH=$prefix/libexec/ringpoint/gloo_allreduce.py
 TORCH_PY=${RP_TORCH_PYTHON:-/usr/bin/python3}
 [ -x "$RP_BENCH" ] || { echo "bench-allreduce: $RP_BENCH not found" >&2; exit 64; }
+if [ -n "$before" ] && [ ! -x "$before/bin/ringpoint-bench" ]; then
+    echo "bench-allreduce: $before/bin/ringpoint-bench not found" >&2
+    exit 64
+fi
+for c in ${colls//,/ }; do
+    case $c in
+    allreduce|broadcast|allgather|barrier) ;;
+    *) echo "bench-allreduce: unknown collective '$c' (allreduce, broadcast, allgather, barrier)" >&2; exit 64 ;;
+    esac
+done
 have_mpi=0; [ -x "$MPI_BENCH" ] && have_mpi=1
 have_gloo=0
-if [ -f "$GLOO_BENCH" ] && "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if [ $nogloo = 0 ] && [ -f "$GLOO_BENCH" ] &&
+    "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
     have_gloo=1
 fi
 
 # Small sizes need many iterations for a stable median, large ones few.
 # The two ranges together cover 4 B .. 256 MiB by factors of 4.
 if [ $quick = 1 ]; then
-    small="-b 4 -e 64K -f 4 -n 50 -w 10"
+    small="-b 4 -e 256K -f 4 -n 50 -w 10"
     large="-b 1M -e 256M -f 4 -n 5 -w 2"
+    barrier="-n 200 -w 20"
 else
-    small="-b 4 -e 64K -f 4 -n 200 -w 20"
+    small="-b 4 -e 256K -f 4 -n 200 -w 20"
     large="-b 1M -e 256M -f 4 -n 10 -w 3"
+    barrier="-n 1000 -w 100"
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rp-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 rows=$work/rows.tsv
 : > "$rows"
+: > "$work/ceil"
+: > "$work/load"
 
 # mpirun outside any Slurm allocation's settings, as root if need be.
 MPIRUN=(env -u SLURM_CONF -u SLURM_JOBID -u SLURM_JOB_ID mpirun --allow-run-as-root)
 UCX_PML=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
 
-# run LAYOUT TOOL ROUND ARGS...: run one benchmark command and append its
-# rows as "layout tool round size oop_time oop_busbw ip_time ip_busbw".
+# run LAYOUT TOOL COLL ROUND ARGS...: run one benchmark command and append
+# its rows as "layout tool coll round size oop_time oop_busbw ip_time
+# ip_busbw".
 run() {
-    local layout=$1 tool=$2 round=$3 out
-    shift 3
+    local layout=$1 tool=$2 coll=$3 round=$4 out
+    shift 4
     if ! out=$("$@" 2>&1); then
-        echo "bench-allreduce: $layout $tool round $round failed:" >&2
+        echo "bench-allreduce: $layout $tool $coll round $round failed:" >&2
         echo "$out" | tail -20 >&2
         return 0
     fi
-    echo "$out" | awk -v l="$layout" -v t="$tool" -v r="$round" \
-        '/^ *[0-9]/ { print l "\t" t "\t" r "\t" $1 "\t" $6 "\t" $8 "\t" $10 "\t" $12 }' >> "$rows"
+    echo "$out" | awk -v l="$layout" -v t="$tool" -v c="$coll" -v r="$round" \
+        '/^ *[0-9]/ { print l "\t" t "\t" c "\t" r "\t" $1 "\t" $6 "\t" $8 "\t" $10 "\t" $12 }' >> "$rows"
+}
+
+# The ceilings, in the same run: each process's memory bandwidth (two at
+# once, as two ranks run), and the loopback TCP rate of one stream.
+ceilings() {
+    local when=$1
+    if [ -x "$MEMBW" ]; then
+        "$MEMBW" -p 2 -s 128 -r 3 2>&1 | sed "s/^/# ceiling ($when): /" >> "$work/ceil"
+    fi
+    python3 - "$when" >> "$work/ceil" 2>&1 <<'PYEOF' || true
+import socket, sys, threading, time
+n, chunk = 1 << 30, bytearray(1 << 20)
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+
+def sink():
+    c, _ = srv.accept()
+    buf, got = bytearray(1 << 20), 0
+    while got < n:
+        k = c.recv_into(buf)
+        if not k:
+            break
+        got += k
+    c.close()
+
+t = threading.Thread(target=sink)
+t.start()
+s = socket.create_connection(srv.getsockname())
+t0, sent = time.time(), 0
+while sent < n:
+    s.sendall(chunk)
+    sent += len(chunk)
+s.close()
+t.join()
+print(f"# ceiling ({sys.argv[1]}): loopback TCP, one stream, 1 GiB:"
+      f" {n / (time.time() - t0) / 1e9:.2f} GB/s")
+PYEOF
+}
+
+# one_coll LAYOUT COLL ROUND: every tool, in turn, over the size ranges.
+one_coll() {
+    local layout=$1 coll=$2 round=$3 range rp rpb
+    local ranges=("$small" "$large")
+    rp=("$RP_BENCH" "$coll")
+    rpb=("$before/bin/ringpoint-bench" "$coll")
+    if [ "$coll" = barrier ]; then
+        ranges=("$barrier")
+        rp=("$RP_BARRIER")
+        rpb=("$before/libexec/ringpoint/ringpoint-barrier-bench")
+    fi
+    for range in "${ranges[@]}"; do
+        # shellcheck disable=SC2086
+        run "$layout" ringpoint "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+            ${rpenv[@]+"${rpenv[@]}"} "${rp[@]}" $range
+        if [ -n "$before" ] && [ -x "${rpb[0]}" ]; then
+            # shellcheck disable=SC2086
+            run "$layout" before "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+                ${rpenv[@]+"${rpenv[@]}"} "${rpb[@]}" $range
+        fi
+        if [ $have_mpi = 1 ]; then
+            if [ "$layout" != tcp ]; then
+                # shellcheck disable=SC2086
+                run "$layout" ompi "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+                    "$MPI_BENCH" -C "$coll" $range
+            fi
+            # shellcheck disable=SC2086
+            run "$layout" ompi-ucx "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+                "${UCX_PML[@]}" ${mpitcp[@]+"${mpitcp[@]}"} "$MPI_BENCH" -C "$coll" $range
+        fi
+        if [ $have_gloo = 1 ] && [ "$layout" != tcp ] && [ "$coll" = allreduce ]; then
+            port=$(( port + 1 ))
+            # shellcheck disable=SC2086
+            run "$layout" gloo "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+                -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port \
+                "$TORCH_PY" "$GLOO_BENCH" $range
+        fi
+    done
 }
 
 port=$(( 29600 + RANDOM % 1000 ))
+ceilings start
 for round in $(seq 1 "$rounds"); do
     for layout in ${layouts//,/ }; do
         case $layout in
@@ -104,32 +218,19 @@ for round in $(seq 1 "$rounds"); do
         tcp) np=(-np 2); rpenv=(-x UCX_TLS=tcp,self); mpitcp=(-x UCX_TLS=tcp,self) ;;
         *) echo "bench-allreduce: unknown layout $layout" >&2; exit 64 ;;
         esac
-        echo "# round $round/$rounds, $layout" >&2
-        for range in "$small" "$large"; do
-            # shellcheck disable=SC2086
-            run "$layout" ringpoint "$round" "${MPIRUN[@]}" "${np[@]}" \
-                ${rpenv[@]+"${rpenv[@]}"} "$RP_BENCH" allreduce $range
-            if [ $have_mpi = 1 ]; then
-                if [ "$layout" != tcp ]; then
-                    # shellcheck disable=SC2086
-                    run "$layout" ompi "$round" "${MPIRUN[@]}" "${np[@]}" \
-                        "$MPI_BENCH" $range
-                fi
-                # shellcheck disable=SC2086
-                run "$layout" ompi-ucx "$round" "${MPIRUN[@]}" "${np[@]}" \
-                    "${UCX_PML[@]}" ${mpitcp[@]+"${mpitcp[@]}"} "$MPI_BENCH" $range
-            fi
-            if [ $have_gloo = 1 ] && [ "$layout" != tcp ]; then
-                port=$(( port + 1 ))
-                # shellcheck disable=SC2086
-                run "$layout" gloo "$round" "${MPIRUN[@]}" "${np[@]}" \
-                    -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port \
-                    "$TORCH_PY" "$GLOO_BENCH" $range
-            fi
+        for coll in ${colls//,/ }; do
+            echo "# round $round/$rounds, $layout, $coll" >&2
+            awk '{ print $1 }' /proc/loadavg >> "$work/load"
+            one_coll "$layout" "$coll" "$round"
         done
     done
 done
+ceilings end
 [ -z "$keep" ] || cp "$rows" "$keep"
+cat "$work/ceil"
+sort -n "$work/load" | awk '{ a[NR] = $1 } END {
+    printf "# load (1-minute average; %d CPUs) as each layout and collective began: min %s, median %s, max %s\n",
+        '"$(nproc)"', a[1], a[int((NR + 1) / 2)], a[NR] }'
 
 # The summary: medians over rounds, ratios per size.
 python3 - "$rows" "$rounds" <<'EOF'
@@ -137,21 +238,20 @@ import statistics, sys
 from collections import defaultdict
 
 rows, rounds = sys.argv[1], sys.argv[2]
-d = defaultdict(list)  # (layout, tool, size, place) -> [(time, busbw)]
+d = defaultdict(list)  # (layout, coll, tool, size, place) -> [(time, busbw)]
 for line in open(rows):
-    l, t, r, size, ot, ob, it, ib = line.split("\t")
-    size = int(size)
+    l, t, c, r, size, ot, ob, it, ib = line.rstrip("\n").split("\t")
     for place, tm, bw in (("oop", ot, ob), ("ip", it, ib)):
         try:
-            d[(l, t, size, place)].append((float(tm), float(bw)))
+            d[(l, c, t, int(size), place)].append((float(tm), float(bw)))
         except ValueError:
             pass  # gloo has no out-of-place figure
 
-def med(l, t, size, place):
-    v = d.get((l, t, size, place))
+def med(l, c, t, size, place):
+    v = d.get((l, c, t, size, place))
     if not v:
         return None
-    return (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
+    return (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
 
 def human(n):
     for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -165,24 +265,36 @@ def cell(m):
 def ratio(a, b):
     return "     -" if a is None or b is None else f"{b[0] / a[0]:6.2f}"
 
-layouts = sorted({k[0] for k in d}, key=lambda x: ["np2", "np4", "tcp"].index(x) if x in ("np2", "np4", "tcp") else 9)
+def best(*ms):
+    return min((m for m in ms if m is not None), default=None, key=lambda m: m[0])
+
+def rank(order, x):
+    return order.index(x) if x in order else len(order)
+
+layouts = sorted({k[0] for k in d}, key=lambda x: rank(["np2", "np4", "tcp"], x))
+colls = sorted({k[1] for k in d}, key=lambda x: rank(["allreduce", "broadcast", "allgather", "barrier"], x))
 names = {"np2": "2 ranks, 1 node (shared memory)",
          "np4": "4 ranks on 2 cores (mpirun --oversubscribe)",
          "tcp": "2 ranks, UCX_TLS=tcp,self (inter-node emulation)"}
-print(f"# allreduce float sum; medians over {rounds} interleaved rounds of the per-run"
+print(f"# float32 (allreduce: sum); medians over {rounds} interleaved rounds of the per-run"
       " median of the slowest rank's per-iteration time")
 print("# time in us, busbw in GB/s; x = other tool's time / ringpoint's time"
-      " (> 1: ringpoint faster)")
-for l in layouts:
-    sizes = sorted({k[2] for k in d if k[0] == l})
-    print(f"\n## {names.get(l, l)}\n")
-    hdr = (f"{'size':>9} | {'ringpoint':>18} | {'ompi default':>18} | {'ompi ucx':>18} |"
-           f" {'x ompi':>6} {'x ucx':>6} | {'rp in-place':>18} | {'gloo':>18} | {'x gloo':>6}")
-    print(hdr)
-    print("-" * len(hdr))
-    for s in sizes:
-        rp, om, ou = (med(l, t, s, "oop") for t in ("ringpoint", "ompi", "ompi-ucx"))
-        rpi, gl = med(l, "ringpoint", s, "ip"), med(l, "gloo", s, "ip")
-        print(f"{human(s):>9} | {cell(rp)} | {cell(om)} | {cell(ou)} |"
-              f" {ratio(rp, om)} {ratio(rp, ou)} | {cell(rpi)} | {cell(gl)} | {ratio(rpi, gl)}")
+      " (> 1: ringpoint faster); x best: against the faster Open MPI path")
+for c in colls:
+    for l in layouts:
+        sizes = sorted({k[3] for k in d if k[0] == l and k[1] == c})
+        if not sizes:
+            continue
+        print(f"\n## {c}, {names.get(l, l)}\n")
+        hdr = (f"{'size':>9} | {'ringpoint':>18} | {'before':>18} | {'ompi default':>18} |"
+               f" {'ompi ucx':>18} | {'x best':>6} {'x befr':>6} | {'rp in-place':>18} |"
+               f" {'gloo':>18} | {'x gloo':>6}")
+        print(hdr)
+        print("-" * len(hdr))
+        for s in sizes:
+            rp, bf, om, ou = (med(l, c, t, s, "oop") for t in ("ringpoint", "before", "ompi", "ompi-ucx"))
+            rpi, gl = med(l, c, "ringpoint", s, "ip"), med(l, c, "gloo", s, "ip")
+            print(f"{human(s):>9} | {cell(rp)} | {cell(bf)} | {cell(om)} | {cell(ou)} |"
+                  f" {ratio(rp, best(om, ou))} {ratio(rp, bf)} | {cell(rpi)} | {cell(gl)} |"
+                  f" {ratio(rpi, gl)}")
 EOF

@@ -1,11 +1,18 @@
 /*
- * mpi-allreduce-bench: MPI_Allreduce timed and printed exactly like
- * ringpoint-bench allreduce, so that scripts/bench-allreduce.sh can put
- * the two side by side (same sizes, same inputs, same statistic).
+ * mpi-allreduce-bench: MPI_Allreduce (or MPI_Bcast, MPI_Allgather,
+ * MPI_Barrier with -C) timed and printed exactly like ringpoint-bench, so
+ * that scripts/bench-allreduce.sh can put the two side by side (same
+ * sizes, same inputs, same statistic).
  *
- *   mpirun -np N mpi-allreduce-bench [-b MIN] [-e MAX] [-f FACTOR]
- *        [-n ITERS] [-w WARMUP] [-c 0|1] [-o sum|prod|min|max]
- *        [-d float|double|int32|int64] [-m median|mean]
+ *   mpirun -np N mpi-allreduce-bench [-C allreduce|broadcast|allgather|
+ *        barrier] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]
+ *        [-c 0|1] [-o sum|prod|min|max] [-d float|double|int32|int64]
+ *        [-m median|mean]
+ *
+ * Sizes as ringpoint-bench's: the buffer (allgather: the whole output,
+ * whole blocks per rank); broadcast from rank 0; barrier prints one row of
+ * size 0. For those three #wrong counts bytes that differ from the
+ * pattern each rank wrote.
  *
  * Each iteration is timed alone; the per-iteration times are combined with
  * MPI_MAX over ranks and the row shows their median (or mean). In place,
@@ -28,9 +35,16 @@
 
 typedef enum { T_FLOAT, T_DOUBLE, T_INT32, T_INT64 } type_t;
 
-static const char *type_names[] = {"float", "double", "int32", "int64"};
+static const char *const type_names[] = {"float", "double", "int32", "int64"};
 static const size_t type_sizes[] = {4, 8, 4, 8};
-static const char *op_names[] = {"sum", "prod", "min", "max"};
+static const char *const op_names[] = {"sum", "prod", "min", "max"};
+
+typedef enum { C_ALLREDUCE, C_BROADCAST, C_ALLGATHER, C_BARRIER } coll_t;
+
+static const char *const coll_names[] = {"allreduce", "broadcast", "allgather",
+                                   "barrier"};
+static const char *const coll_calls[] = {"MPI_Allreduce", "MPI_Bcast",
+                                   "MPI_Allgather", "MPI_Barrier"};
 
 static int g_rank, g_size;
 
@@ -74,6 +88,72 @@ typedef struct row {
     int64_t wrong;
 } row_t;
 
+/* The iterations' times -> the row's: each iteration's slowest rank,
+ * then their median (or mean). */
+static void summarize(double *times, int iters, bool mean, row_t *res)
+{
+    MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+    res->time_us = bt_stat(times, iters, mean);
+    res->wrong = -1;
+}
+
+/* Broadcast's and allgather's byte pattern: rank r's byte i. */
+static unsigned char pattern(int r, size_t i)
+{
+    return (unsigned char)(i * 7 + (size_t)r * 13 + 1);
+}
+
+/* One MPI_Bcast, MPI_Allgather or MPI_Barrier per iteration, timed as
+ * run_row times MPI_Allreduce. @bytes: the buffer (allgather: the whole
+ * output). */
+static void run_row_other(coll_t coll, size_t bytes, bool inplace, int iters,
+                          int warmup, bool check, bool mean, void *in,
+                          void *out, double *times, row_t *res)
+{
+    const size_t block = coll == C_ALLGATHER ? bytes / (size_t)g_size : bytes;
+    int64_t wrong = 0;
+
+    for (int it = 0; it < warmup + iters; it++) {
+        double t0, t1;
+
+        if (coll == C_BROADCAST) {
+            for (size_t i = 0; g_rank != 0 && i < bytes; i++) {
+                ((unsigned char *)out)[i] = 0xA5;
+            }
+            if (g_rank == 0) {
+                memcpy(out, in, bytes);
+            }
+        } else if (coll == C_ALLGATHER && inplace) {
+            memcpy((char *)out + (size_t)g_rank * block, in, block);
+        }
+        t0 = MPI_Wtime();
+        if (coll == C_BROADCAST) {
+            MPI_Bcast(out, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        } else if (coll == C_ALLGATHER) {
+            MPI_Allgather(inplace ? MPI_IN_PLACE : in, (int)block, MPI_BYTE,
+                          out, (int)block, MPI_BYTE, MPI_COMM_WORLD);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        t1 = MPI_Wtime();
+        if (it >= warmup) {
+            times[it - warmup] = (t1 - t0) * 1e6;
+        }
+    }
+    summarize(times, iters, mean, res);
+    if (check && coll != C_BARRIER) {
+        for (size_t i = 0; i < bytes; i++) {
+            int r = coll == C_BROADCAST ? 0 : (int)(i / block);
+            size_t j = coll == C_BROADCAST ? i : i % block;
+
+            wrong += ((unsigned char *)out)[i] != pattern(r, j);
+        }
+        MPI_Allreduce(&wrong, &res->wrong, 1, MPI_INT64_T, MPI_SUM,
+                      MPI_COMM_WORLD);
+    }
+}
+
 static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
                     int warmup, bool check, bool mean, const void *in,
                     void *out, double *times, row_t *res)
@@ -98,10 +178,7 @@ static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
             times[it - warmup] = (t1 - t0) * 1e6;
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX,
-                  MPI_COMM_WORLD);
-    res->time_us = bt_stat(times, iters, mean);
-    res->wrong = -1;
+    summarize(times, iters, mean, res);
     if (check) {
         char e[8];
 
@@ -114,6 +191,84 @@ static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
     }
 }
 
+/* Rank 0 prints a row: out of place, then in place. */
+static void print_row(size_t bytes, size_t count, const char *type,
+                      const char *op, int root, const row_t res[2], double bf)
+{
+    if (g_rank == 0) {
+        bt_print_row_head(bytes, count, type, op, root);
+        bt_print_result(res[0].time_us, res[0].wrong, bytes, bf);
+        bt_print_result(res[1].time_us, res[1].wrong, bytes, bf);
+        printf("\n");
+    }
+}
+
+/* @name's index among the 4 @names into *@i; false if none. */
+static bool pick(const char *name, const char *const *names, int *i)
+{
+    for (int k = 0; k < 4; k++) {
+        if (strcmp(name, names[k]) == 0) {
+            *i = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The rows of broadcast, allgather (sizes in whole float32 per rank, as
+ * ringpoint-bench cuts them) or barrier (one row); the total #wrong. */
+static int64_t run_others(coll_t coll, size_t minb, size_t maxb, double factor,
+                          int iters, int warmup, bool check, bool mean,
+                          double bf)
+{
+    int64_t wrong_total = 0;
+    size_t last = (size_t)-1;
+
+    for (double sz = (double)minb; sz <= (double)maxb;
+         sz = sz == 0 ? 1 : sz * factor) {
+        size_t unit = 4 * (coll == C_ALLGATHER ? (size_t)g_size : 1);
+        size_t bytes = (size_t)sz / unit * unit;
+        size_t block = coll == C_ALLGATHER ? bytes / (size_t)g_size : bytes;
+        double *times = calloc((size_t)iters, sizeof(double));
+        unsigned char *in = malloc(block + 1), *out = malloc(bytes + 1);
+        row_t res[2];
+
+        if (times == NULL || in == NULL || out == NULL ||
+            (bytes == 0 && coll != C_BARRIER) || bytes == last) {
+            free(times);
+            free(in);
+            free(out);
+            if (coll == C_BARRIER) {
+                break;
+            }
+            continue;
+        }
+        last = bytes;
+        for (size_t i = 0; i < block; i++) {
+            in[i] = pattern(coll == C_BROADCAST ? 0 : g_rank, i);
+        }
+        for (int ip = 0; ip < 2; ip++) {
+            run_row_other(coll, bytes, ip == 1, iters, warmup, check, mean,
+                          in, out, times, &res[ip]);
+            if (res[ip].wrong > 0) {
+                wrong_total += res[ip].wrong;
+            }
+        }
+        print_row(bytes, bytes / 4, "float", "none",
+                  coll == C_BROADCAST ? 0 : -1, res, bf);
+        free(times);
+        free(in);
+        free(out);
+        if (coll == C_BARRIER) {
+            break;
+        }
+    }
+    if (g_rank == 0) {
+        bt_print_wrong_total(wrong_total);
+    }
+    return wrong_total;
+}
+
 int main(int argc, char **argv)
 {
     size_t minb = 8, maxb = 32 * 1024 * 1024;
@@ -121,16 +276,18 @@ int main(int argc, char **argv)
     int iters = 20, warmup = 5, op = 0, ch;
     bool check = true, mean = false;
     type_t t = T_FLOAT;
+    coll_t coll = C_ALLREDUCE;
     int64_t wrong_total = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    while ((ch = getopt(argc, argv, "b:e:f:n:w:c:o:d:m:")) != -1) {
+    while ((ch = getopt(argc, argv, "C:b:e:f:n:w:c:o:d:m:")) != -1) {
         bool ok = true;
 
         switch (ch) {
+        case 'C': ok = pick(optarg, coll_names, (int *)&coll); break;
         case 'b': ok = bt_parse_size(optarg, &minb); break;
         case 'e': ok = bt_parse_size(optarg, &maxb); break;
         case 'f': factor = atof(optarg); ok = factor > 1; break;
@@ -138,30 +295,15 @@ int main(int argc, char **argv)
         case 'w': warmup = atoi(optarg); ok = warmup >= 0; break;
         case 'c': check = atoi(optarg) != 0; break;
         case 'm': mean = strcmp(optarg, "mean") == 0; break;
-        case 'o':
-            ok = false;
-            for (int i = 0; i < 4; i++) {
-                if (strcmp(optarg, op_names[i]) == 0) {
-                    op = i;
-                    ok = true;
-                }
-            }
-            break;
-        case 'd':
-            ok = false;
-            for (int i = 0; i < 4; i++) {
-                if (strcmp(optarg, type_names[i]) == 0) {
-                    t = (type_t)i;
-                    ok = true;
-                }
-            }
-            break;
+        case 'o': ok = pick(optarg, op_names, &op); break;
+        case 'd': ok = pick(optarg, type_names, (int *)&t); break;
         default:
             ok = false;
         }
         if (!ok) {
             if (g_rank == 0) {
-                fprintf(stderr, "usage: mpi-allreduce-bench [-b MIN] [-e MAX] "
+                fprintf(stderr, "usage: mpi-allreduce-bench [-C COLL] "
+                        "[-b MIN] [-e MAX] "
                         "[-f F] [-n N] [-w N] [-c 0|1] [-o OP] [-d TYPE] "
                         "[-m median|mean]\n");
             }
@@ -169,15 +311,27 @@ int main(int argc, char **argv)
             return 64;
         }
     }
-    bf = 2.0 * (g_size - 1) / g_size;
+    bf = coll == C_ALLREDUCE   ? 2.0 * (g_size - 1) / g_size
+         : coll == C_ALLGATHER ? (double)(g_size - 1) / g_size
+                               : 1.0;
+    if (coll == C_BARRIER) {
+        minb = maxb = 0;
+    }
     if (g_rank == 0) {
-        printf("# mpi-allreduce-bench: MPI_Allreduce, %d ranks, minBytes %zu "
+        printf("# mpi-allreduce-bench: %s, %d ranks, minBytes %zu "
                "maxBytes %zu step %g iters %d warmup %d check %d\n",
-               g_size, minb, maxb, factor, iters, warmup, check ? 1 : 0);
+               coll_calls[coll], g_size, minb, maxb, factor, iters, warmup,
+               check ? 1 : 0);
         printf("# time: %s over iterations of the slowest rank's time, in us\n",
                mean ? "mean" : "median");
         printf("#\n");
         bt_print_heads();
+    }
+    if (coll != C_ALLREDUCE) {
+        wrong_total = run_others(coll, minb, maxb, factor, iters, warmup,
+                                 check, mean, bf);
+        MPI_Finalize();
+        return wrong_total ? 1 : 0;
     }
     for (double sz = (double)minb; sz <= (double)maxb; sz *= factor) {
         size_t es = type_sizes[t], bytes = (size_t)sz / es * es;
@@ -204,12 +358,7 @@ int main(int argc, char **argv)
                 wrong_total += res[ip].wrong;
             }
         }
-        if (g_rank == 0) {
-            bt_print_row_head(bytes, count, type_names[t], op_names[op], -1);
-            bt_print_result(res[0].time_us, res[0].wrong, bytes, bf);
-            bt_print_result(res[1].time_us, res[1].wrong, bytes, bf);
-            printf("\n");
-        }
+        print_row(bytes, count, type_names[t], op_names[op], -1, res, bf);
         free(times);
         free(in);
         free(out);

@@ -3,15 +3,17 @@
  * the collectives move data through memory the ranks share instead of
  * through the transport (as Open MPI's sm/vader and NCCL do within a node).
  *
- * Layout: a header, one cache line of control per rank (a step counter and
- * the pid), then per rank two data slots of slot_bytes each. A collective
- * is a series of steps, numbered alike on every rank (they call the same
- * collectives in the same order), and every rank posts every step. In step
- * k a rank may write its own slot k % 2, then posts k; a peer reads that
- * slot once the rank posted k. Writing slot k % 2 again in step k + 2 is
- * safe once every rank posted k + 1, because a rank posts a step only
- * after it finished reading the one before: rp__shm_step waits for that
- * (normally already true).
+ * Layout: a header, the ranks' pids, per rank two flag lines (one cache
+ * line each: a step counter and, for the smallest messages, the data
+ * itself, so that a peer fetches one line per step), then per rank two
+ * data slots of slot_bytes each. A collective is a series of steps,
+ * numbered alike on every rank (they call the same collectives in the
+ * same order), and every rank posts every step. In step k a rank may
+ * write its own line and slot of parity k % 2, then posts k in that line;
+ * a peer reads them once the rank posted k. Writing them again in step
+ * k + 2 is safe once every rank posted k + 1, because a rank posts a step
+ * only after it finished reading the one before: rp__shm_step waits for
+ * that (normally already true).
  *
  * Waiting (rp__shm_wait): poll the peer's counter (with sched_yield in
  * between when the node is oversubscribed, so the peer holding the data
@@ -39,20 +41,26 @@
 
 struct rp_comm;
 
-/* One rank's control line. */
-typedef struct rp__shm_ctl {
-    _Atomic uint32_t step; /* the last step posted */
-    uint32_t pid;          /* 0: not comparable (another pid namespace) */
-    char pad[56];
-} rp__shm_ctl_t;
+/* Bytes of data a flag line carries. */
+#define RP_SHM_INLINE 56
+
+/* One rank's flag line of one parity. */
+typedef struct rp__shm_line {
+    _Atomic uint32_t step; /* the last step of this parity posted */
+    uint32_t pad;
+    char data[RP_SHM_INLINE];
+} rp__shm_line_t;
 
 typedef struct rp__shm {
     void *base;
     size_t map_bytes;
     _Atomic uint32_t *sleepers; /* ranks asleep on some counter */
-    rp__shm_ctl_t *ctl;         /* [n] */
+    uint32_t *pids;             /* [n]; 0: not comparable (another pid
+                                   namespace) */
+    rp__shm_line_t *lines;      /* [n][2] */
     char *data;                 /* [n][2][slot_bytes] */
     size_t slot_bytes;
+    size_t direct_bytes; /* allreduce pieces every rank reduces whole */
     int n, rank;
     uint32_t step; /* this rank's current step */
     const void **ptrs; /* [2n]: the reductions' operand lists */
@@ -67,6 +75,13 @@ rp_status_t rp__shm_setup(struct rp_comm *c);
 /* RINGPOINT_COLL_SHM: 1 (default) or 0; anything else is an error. */
 rp_status_t rp__shm_env(bool *on_p);
 void rp__shm_destroy(rp__shm_t *sh);
+
+/* Rank @q's flag line for step @k. */
+static inline rp__shm_line_t *rp__shm_line(const rp__shm_t *sh, int q,
+                                           uint32_t k)
+{
+    return &sh->lines[(size_t)q * 2 + (k & 1u)];
+}
 
 /* Rank @q's slot for step @k. */
 static inline char *rp__shm_slot(const rp__shm_t *sh, int q, uint32_t k)

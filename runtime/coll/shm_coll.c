@@ -30,10 +30,6 @@
 
 /* Elements per pass of the expression: the temporaries stay in L1/L2. */
 #define RP_SHM_BLK 1024
-/* Pieces up to this are reduced whole by every rank (one step); larger
- * ones are shared out (two steps and a copy, but each byte reduced once).
- * Uniform: the number of steps must agree on every rank. */
-#define RP_SHM_DIRECT_BYTES (8u * 1024)
 
 typedef struct rp_shm_ar {
     int n;
@@ -157,7 +153,7 @@ static void rp_eval(const rp_shm_ar_t *a, size_t lo, size_t len, char *dst)
 }
 
 /* A step whose data is @len bytes of @src (none if NULL) in this rank's
- * slot: begin it, copy, post. */
+ * flag line (up to RP_SHM_INLINE bytes) or slot: begin it, copy, post. */
 static rp_status_t rp_publish(rp_comm_t *c, const void *src, size_t len)
 {
     char *slot;
@@ -167,10 +163,21 @@ static rp_status_t rp_publish(rp_comm_t *c, const void *src, size_t len)
         return status;
     }
     if (src != NULL) {
-        memcpy(slot, src, len);
+        memcpy(len <= RP_SHM_INLINE
+                   ? rp__shm_line(c->shm, c->shm->rank, c->shm->step)->data
+                   : slot,
+               src, len);
     }
     rp__shm_post(c);
     return RP_OK;
+}
+
+/* Where rank @q's @len bytes of step @k lie (see rp_publish). */
+static const char *rp_published(const rp__shm_t *sh, int q, uint32_t k,
+                                size_t len)
+{
+    return len <= RP_SHM_INLINE ? rp__shm_line(sh, q, k)->data
+                                : rp__shm_slot(sh, q, k);
 }
 
 static size_t rp_min(size_t a, size_t b)
@@ -178,23 +185,100 @@ static size_t rp_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/* A piece every rank reduces whole, straight from all the slots. */
+static rp_status_t rp_piece_whole(rp_comm_t *c, rp_shm_ar_t *a,
+                                  const char *in, char *out, size_t pn)
+{
+    rp__shm_t *sh = c->shm;
+    rp_status_t status = rp_publish(c, in + a->p0 * a->es, pn * a->es);
+
+    if (status == RP_OK) {
+        status = rp__shm_wait_all(c, sh->step);
+    }
+    if (status != RP_OK) {
+        return status;
+    }
+    for (int q = 0; q < sh->n; q++) {
+        a->src[q] = rp_published(sh, q, sh->step, pn * a->es);
+    }
+    rp_eval(a, a->p0, pn, out + a->p0 * a->es);
+    return RP_OK;
+}
+
+/* A piece shared out: rank r reduces block r (rp__chunk_* over the
+ * piece), its own input read where it lies, so only the other blocks go
+ * through its slot; then the finished blocks go round. */
+static rp_status_t rp_piece_shared(rp_comm_t *c, rp_shm_ar_t *a,
+                                   const char *in, char *out, size_t pn)
+{
+    rp__shm_t *sh = c->shm;
+    const int n = sh->n, r = sh->rank;
+    const size_t es = a->es, off = rp__chunk_offset(pn, n, r);
+    const size_t cnt = rp__chunk_count(pn, n, r), end = off + cnt;
+    const char *mine = in + a->p0 * es;
+    /* In place the result overwrites the input while the ring's
+     * expression still reads it: then the own block goes through the
+     * slot as well. */
+    const bool inplace = in == out;
+    char *res = out + a->p0 * es, *slot;
+    rp_status_t status;
+    uint32_t k;
+
+    status = rp__shm_step(c, &slot);
+    if (status != RP_OK) {
+        return status;
+    }
+    if (inplace) {
+        memcpy(slot, mine, pn * es);
+    } else {
+        memcpy(slot, mine, off * es);
+        memcpy(slot + end * es, mine + end * es, (pn - end) * es);
+    }
+    rp__shm_post(c);
+    k = sh->step;
+    status = rp__shm_wait_all(c, k);
+    if (status != RP_OK) {
+        return status;
+    }
+    for (int q = 0; q < n; q++) {
+        a->src[q] = q == r && !inplace ? mine : rp__shm_slot(sh, q, k);
+    }
+    rp_eval(a, a->p0 + off, cnt, res + off * es);
+    status = rp__shm_step(c, &slot);
+    if (status != RP_OK) {
+        return status;
+    }
+    memcpy(slot + off * es, res + off * es, cnt * es);
+    rp__shm_post(c);
+    status = rp__shm_wait_all(c, k + 1);
+    if (status != RP_OK) {
+        return status;
+    }
+    for (int q = 0; q < n; q++) {
+        size_t qoff = rp__chunk_offset(pn, n, q);
+
+        if (q != r) {
+            memcpy(res + qoff * es, rp__shm_slot(sh, q, k + 1) + qoff * es,
+                   rp__chunk_count(pn, n, q) * es);
+        }
+    }
+    return RP_OK;
+}
+
 rp_status_t rp__shm_allreduce(rp_comm_t *c, const void *sendbuf,
                               void *recvbuf, size_t count, rp_dtype_t dtype,
                               rp_op_t op, bool half_wire, bool rd)
 {
     rp__shm_t *sh = c->shm;
-    const int n = sh->n, r = sh->rank;
+    const int n = sh->n;
     const bool half = rp__dtype_is_half(dtype) && !half_wire;
-    const void **src = sh->ptrs;
     rp_shm_ar_t a = {
         .n = n, .count = count, .es = rp_dtype_size(dtype),
         .dtype = dtype, .wtype = half ? RP_DTYPE_FLOAT32 : dtype,
         .op = op, .rop = op == RP_OP_AVG ? RP_OP_SUM : op,
-        .half = half, .rd = rd, .src = src, .v = sh->ptrs + n,
+        .half = half, .rd = rd, .src = sh->ptrs, .v = sh->ptrs + n,
     };
     const size_t piece = sh->slot_bytes / a.es;
-    const char *in = sendbuf;
-    char *out = recvbuf, *slot;
     rp_status_t status;
     void *p;
 
@@ -207,47 +291,15 @@ rp_status_t rp__shm_allreduce(rp_comm_t *c, const void *sendbuf,
         return status;
     }
     a.tmp = p;
-    for (a.p0 = 0; a.p0 < count; a.p0 += piece) {
+    for (a.p0 = 0; a.p0 < count && status == RP_OK; a.p0 += piece) {
         const size_t pn = rp_min(count - a.p0, piece);
-        uint32_t k;
 
-        status = rp_publish(c, in + a.p0 * a.es, pn * a.es);
-        if (status != RP_OK) {
-            return status;
-        }
-        k = sh->step;
-        status = rp__shm_wait_all(c, k);
-        if (status != RP_OK) {
-            return status;
-        }
-        for (int q = 0; q < n; q++) {
-            src[q] = rp__shm_slot(sh, q, k);
-        }
-        if (pn * a.es <= RP_SHM_DIRECT_BYTES) {
-            rp_eval(&a, a.p0, pn, out + a.p0 * a.es);
-            continue;
-        }
-        /* Shared out: this rank's share into its other slot. */
-        status = rp__shm_step(c, &slot);
-        if (status != RP_OK) {
-            return status;
-        }
-        rp_eval(&a, a.p0 + rp__chunk_offset(pn, n, r), rp__chunk_count(pn, n, r),
-                slot + rp__chunk_offset(pn, n, r) * a.es);
-        rp__shm_post(c);
-        status = rp__shm_wait_all(c, k + 1);
-        if (status != RP_OK) {
-            return status;
-        }
-        for (int q = 0; q < n; q++) {
-            size_t off = rp__chunk_offset(pn, n, q);
-
-            memcpy(out + (a.p0 + off) * a.es,
-                   rp__shm_slot(sh, q, k + 1) + off * a.es,
-                   rp__chunk_count(pn, n, q) * a.es);
-        }
+        /* The same choice on every rank: the number of steps follows. */
+        status = pn * a.es <= sh->direct_bytes
+                     ? rp_piece_whole(c, &a, sendbuf, recvbuf, pn)
+                     : rp_piece_shared(c, &a, sendbuf, recvbuf, pn);
     }
-    return RP_OK;
+    return status;
 }
 
 rp_status_t rp__shm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
@@ -268,7 +320,7 @@ rp_status_t rp__shm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
             if (status != RP_OK) {
                 return status;
             }
-            memcpy(data + off, rp__shm_slot(sh, root, sh->step), len);
+            memcpy(data + off, rp_published(sh, root, sh->step, len), len);
         }
     }
     return RP_OK;
@@ -294,7 +346,7 @@ rp_status_t rp__shm_allgather(rp_comm_t *c, const void *sendbuf,
         }
         for (int q = 0; q < sh->n; q++) {
             memcpy(out + (size_t)q * bytes + off,
-                   rp__shm_slot(sh, q, sh->step), len);
+                   rp_published(sh, q, sh->step, len), len);
         }
     }
     return RP_OK;
