@@ -19,7 +19,7 @@
 # main cluster's (RP_CLUSTER_CTLD_PORT + 1, RP_CLUSTER_SLURMD_PORT + 4 and
 # + 5: 16818 / 16834..16835 with cluster.sh's defaults), so that test runs
 # beside each other on their own ports never share a bridge or a namespace
-# (both are named after the port). About 90-120 s in all. Needs root and
+# (both are named after the port). About 3-3.5 minutes in all. Needs root and
 # `ip` (netns, veth, bridge).
 . "$(dirname "$0")/../lib/harness.sh"
 
