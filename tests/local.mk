@@ -12,7 +12,8 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
 	tests/unit/test_coll tests/unit/test_ckpt_engine tests/unit/test_budget \
 	tests/unit/test_ckpt_regions \
-	tests/unit/test_gpu_binding tests/unit/test_gpu_path
+	tests/unit/test_gpu_binding tests/unit/test_gpu_path \
+	tests/unit/test_liveness
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -31,6 +32,11 @@ tests_unit_test_admin_SOURCES = tests/unit/test_admin.c spank/admin.c
 tests_unit_test_admin_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_admin_LDADD = $(UNIT_LIBS)
 tests_unit_test_admin_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_liveness_SOURCES = tests/unit/test_liveness.c
+tests_unit_test_liveness_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_liveness_LDADD = $(UNIT_LIBS)
+tests_unit_test_liveness_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_budget_SOURCES = tests/unit/test_budget.c
 tests_unit_test_budget_CPPFLAGS = $(UNIT_CPPFLAGS)
