@@ -241,6 +241,17 @@ static void *rp_live_main(void *arg)
     return NULL;
 }
 
+/* The memory of @l (its socket and thread are gone). */
+static void rp_live_free(rp_live_t *l)
+{
+    free(l->warned);
+    free(l->answered);
+    free(l->heard_ms);
+    free(l->cards);
+    free(l->watched);
+    free(l);
+}
+
 rp_status_t rp__live_create(int rank, int size, uint64_t timeout_s,
                             rp_live_card_t *card, rp_live_t **live_p)
 {
@@ -314,12 +325,7 @@ err_close:
     }
     close(l->fd);
 err_free:
-    free(l->warned);
-    free(l->answered);
-    free(l->heard_ms);
-    free(l->cards);
-    free(l->watched);
-    free(l);
+    rp_live_free(l);
     return RP_ERR_TRANSPORT;
 }
 
@@ -393,10 +399,5 @@ void rp__live_destroy(rp_live_t *l)
     }
     close(l->wake_fd);
     close(l->fd);
-    free(l->warned);
-    free(l->answered);
-    free(l->heard_ms);
-    free(l->cards);
-    free(l->watched);
-    free(l);
+    rp_live_free(l);
 }
