@@ -315,6 +315,9 @@ static void test_async_change_in_flight(void **state)
     (void)state;
     start(&f, 1);
     fill(a, sizeof(a), 1);
+    /* Initialised: a checkpoint of uninitialised bytes is memcheck's
+     * finding (scripts/valgrind.sh), not the engine's. */
+    fill(extra, sizeof(extra), 3);
     assert_int_equal(rp_region_register(f.ctx, "model", a, sizeof(a), RP_REGION_REPLICATED), RP_OK);
     assert_int_equal(rp_step(f.ctx, 9, &res), RP_OK);
     assert_int_equal(res.checkpointed, 0);
