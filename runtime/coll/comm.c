@@ -185,6 +185,11 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
      * after 1 ms: no livelock, no wakeup cost on the common path. A local
      * choice: it changes timing, never results. */
     c->yield = rp_oversubscribed(tp);
+    if (c->yield && tp->bs->local_rank == 0) {
+        rp_info("coll: %d ranks on this node's %ld CPUs: waits poll with "
+                "sched_yield, then sleep (no busy-waiting)",
+                tp->bs->local_size, sysconf(_SC_NPROCESSORS_ONLN));
+    }
     if (settings->coll_spin_us >= 0) {
         c->spin_ns = (uint64_t)settings->coll_spin_us * 1000;
     } else {

@@ -71,10 +71,11 @@ test_coll_compression_from_environment() {
 # segment (the log says so), with the transport's bits: the same hash as
 # with the segment off, as with a switch to the ring moved into the
 # checked sizes (RINGPOINT_COLL_SHM_MAX), and as on two nodes, where it
-# stays off. A rank killed on that node is named by the others; a bad
-# setting is refused.
+# stays off. With every checked size through the segment (up to 8 MiB, so
+# several 1 MiB slots per call) the bits are the ring's too. A rank killed
+# on that node is named by the others; a bad setting is refused.
 test_coll_shared_segment() {
-    local a b c d out
+    local a b c d e f out
     a=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$a" 3
     assert_contains "$a" "coll: shared segment of"
     b=$(RINGPOINT_COLL_SHM=0 srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$b" 3
@@ -84,6 +85,9 @@ test_coll_shared_segment() {
     assert_eq "$(hash_of "$b")" "$(hash_of "$a")" "hash with the segment off"
     assert_eq "$(hash_of "$c")" "$(hash_of "$a")" "hash with RINGPOINT_COLL_SHM_MAX=4096"
     assert_eq "$(hash_of "$d")" "$(hash_of "$a")" "hash on two nodes"
+    e=$(RINGPOINT_COLL_SHM_MAX=16777216 srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$e" 2
+    f=$(RINGPOINT_COLL_SHM=0 srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$f" 2
+    assert_eq "$(hash_of "$e")" "$(hash_of "$f")" "hash with every size through the segment"
     out=$(RINGPOINT_COLL_TIMEOUT=20s srun --mpi=pmix -N1 -n4 --overcommit \
         --kill-on-bad-exit=0 "$CHECK" -k 2 -t 1500 2>&1) || true
     echo "$out"
