@@ -33,6 +33,8 @@ dist_bench_DATA = contrib/bench/benchcommon.py
 # The memory roofline the ring is held against (doc/benchmarks.md).
 bench_PROGRAMS = contrib/bench/ringpoint-membw
 contrib_bench_ringpoint_membw_SOURCES = contrib/bench/membw.c
+# Plots the rows scripts/bench-allreduce.sh keeps (doc/benchmarks.md).
+EXTRA_DIST += contrib/bench/plot_bench.py
 # rp_barrier in ringpoint-bench's table, beside mpi-allreduce-bench -C barrier.
 bench_PROGRAMS += contrib/bench/ringpoint-barrier-bench
 contrib_bench_ringpoint_barrier_bench_SOURCES = contrib/bench/barrier_bench.c \
