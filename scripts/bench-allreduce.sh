@@ -20,8 +20,11 @@
 #               an inter-node emulation); default np2,np4,tcp
 #   -C COLLS    comma-separated, from allreduce, broadcast, allgather and
 #               barrier (against MPI_Allreduce, MPI_Bcast, MPI_Allgather,
-#               MPI_Barrier); default allreduce
+#               MPI_Barrier); default allreduce. Allreduce runs 4 B-256 MiB,
+#               broadcast and allgather 4 B-16 MiB
 #   -G          no gloo
+#   -n ITERS    timed iterations of the 1 MiB-256 MiB rows (default 10,
+#               after 3 untimed; with -n, 1 untimed)
 #   -o FILE     also keep every row measured (TSV) in FILE
 #   -q          quick: 2 rounds and fewer iterations (a smoke test)
 #
@@ -49,7 +52,8 @@ before=
 keep=
 quick=0
 nogloo=0
-while getopts "r:p:B:l:C:Go:qh" opt; do
+large_iters=
+while getopts "r:p:B:l:C:Gn:o:qh" opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     p) prefix=$OPTARG ;;
@@ -57,9 +61,10 @@ while getopts "r:p:B:l:C:Go:qh" opt; do
     l) layouts=$OPTARG ;;
     C) colls=$OPTARG ;;
     G) nogloo=1 ;;
+    n) large_iters=$OPTARG ;;
     o) keep=$OPTARG ;;
     q) quick=1; rounds=2 ;;
-    h) sed -n '2,41p' "$0"; exit 0 ;;
+    h) sed -n '2,43p' "$0"; exit 0 ;;
     *) exit 64 ;;
     esac
 done
@@ -103,6 +108,7 @@ else
     large="-b 1M -e 256M -f 4 -n 10 -w 3"
     barrier="-n 1000 -w 100"
 fi
+[ -z "$large_iters" ] || large="-b 1M -e 256M -f 4 -n $large_iters -w 1"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rp-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -172,6 +178,9 @@ PYEOF
 one_coll() {
     local layout=$1 coll=$2 round=$3 range rp rpb
     local ranges=("$small" "$large")
+    # The other collectives up to 16 MiB: a round of all four stays
+    # within minutes on a loaded 2-core machine.
+    [ "$coll" = allreduce ] || ranges=("$small" "${large/-e 256M/-e 16M}")
     rp=("$RP_BENCH" "$coll")
     rpb=("$before/bin/ringpoint-bench" "$coll")
     if [ "$coll" = barrier ]; then
