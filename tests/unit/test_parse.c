@@ -235,6 +235,30 @@ static void test_value_length_limit(void **state)
     assert_non_null(strstr(err, "longer than 4095 bytes"));
 }
 
+/* A long bad value is quoted short, so the accepted forms still fit in
+ * the callers' message buffers (tests/fuzz/fuzz_parse: 1228 zeros as a
+ * signal left no room for them in 1 KiB). */
+static void test_long_value_quoted_short(void **state)
+{
+    static char text[1229];
+    char err[512] = "";
+    uint64_t v;
+    int signo;
+
+    (void)state;
+    memset(text, '0', sizeof(text) - 1);
+    assert_int_equal(rp__parse_signal(text, &signo, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "...' is not a usable signal (accepted: "));
+    text[5] = 'x';
+    assert_int_equal(rp__parse_duration(text, &v, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "...' is not a duration (accepted: "));
+    assert_int_equal(rp__parse_uint(text, 0, 10, &v, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_true(strlen(err) < 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_format_duration),
         cmocka_unit_test(test_signal),
         cmocka_unit_test(test_value_length_limit),
+        cmocka_unit_test(test_long_value_quoted_short),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
