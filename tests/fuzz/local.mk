@@ -20,7 +20,9 @@ endif
 
 check_PROGRAMS += $(FUZZ_TARGETS)
 TESTS += tests/fuzz/test_fuzz.sh
-EXTRA_DIST += tests/fuzz/test_fuzz.sh tests/fuzz/corpus tests/fuzz/README.md
+EXTRA_DIST += tests/fuzz/test_fuzz.sh tests/fuzz/corpus
+# scripts/valgrind.sh's suppressions (scripts/ is distributed whole).
+EXTRA_DIST += tests/valgrind.supp
 
 tests_fuzz_fuzz_parse_SOURCES = tests/fuzz/fuzz_parse.c $(FUZZ_COMMON)
 tests_fuzz_fuzz_parse_CPPFLAGS = $(FUZZ_CPPFLAGS)
