@@ -108,7 +108,8 @@ rp_status_t rp__shm_env(bool *on_p)
 static size_t rp_shm_map_bytes(int n, size_t slot)
 {
     return 4096 + rp_round_page((size_t)n * sizeof(uint32_t)) +
-           rp_round_page((size_t)n * 2 * sizeof(rp__shm_line_t)) +
+           rp_round_page((size_t)n * RP_SHM_DEPTH * sizeof(rp__shm_line_t)) +
+           (size_t)n * RP_SHM_DEPTH * RP_SHM_SMALL +
            (size_t)n * 2 * slot;
 }
 
@@ -185,7 +186,10 @@ static void rp_shm_layout(rp__shm_t *sh)
     sh->pids = (uint32_t *)p;
     p += rp_round_page((size_t)sh->n * sizeof(uint32_t));
     sh->lines = (rp__shm_line_t *)p;
-    p += rp_round_page((size_t)sh->n * 2 * sizeof(rp__shm_line_t));
+    p += rp_round_page((size_t)sh->n * RP_SHM_DEPTH *
+                       sizeof(rp__shm_line_t));
+    sh->small = p;
+    p += (size_t)sh->n * RP_SHM_DEPTH * RP_SHM_SMALL;
     sh->data = p;
 }
 
@@ -421,13 +425,19 @@ rp_status_t rp__shm_wait_all(rp_comm_t *c, uint32_t k)
     return RP_OK;
 }
 
-rp_status_t rp__shm_step(rp_comm_t *c, char **slot_p)
+rp_status_t rp__shm_step(rp_comm_t *c, size_t bytes, char **slot_p)
 {
     rp__shm_t *sh = c->shm;
-    rp_status_t status;
+    rp_status_t status = RP_OK;
 
     sh->step++;
-    status = rp__shm_wait_all(c, sh->step - 1);
     *slot_p = rp__shm_slot(sh, sh->rank, sh->step);
+    if (bytes > RP_SHM_SMALL) {
+        status = rp__shm_wait_all(c, sh->step - 1);
+    } else if (bytes > 0) {
+        status = rp__shm_wait_all(c, sh->step - (RP_SHM_DEPTH - 1));
+    }
+    /* Nothing written, nothing to wait for: a post only moves the
+     * counter on. */
     return status;
 }

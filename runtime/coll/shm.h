@@ -3,17 +3,21 @@
  * the collectives move data through memory the ranks share instead of
  * through the transport (as Open MPI's sm/vader and NCCL do within a node).
  *
- * Layout: a header, the ranks' pids, per rank two flag lines (one cache
- * line each: a step counter and, for the smallest messages, the data
- * itself, so that a peer fetches one line per step), then per rank two
- * data slots of slot_bytes each. A collective is a series of steps,
+ * Layout: a header, the ranks' pids, per rank RP_SHM_DEPTH flag lines (one
+ * cache line each: a step counter and, for the smallest messages, the
+ * data itself, so that a peer fetches one line per step), per rank as
+ * many small slots of RP_SHM_SMALL bytes, then per rank two data slots of
+ * slot_bytes each. A collective is a series of steps,
  * numbered alike on every rank (they call the same collectives in the
- * same order), and every rank posts every step. In step k a rank may
- * write its own line and slot of parity k % 2, then posts k in that line;
- * a peer reads them once the rank posted k. Writing them again in step
- * k + 2 is safe once every rank posted k + 1, because a rank posts a step
- * only after it finished reading the one before: rp__shm_step waits for
- * that (normally already true).
+ * same order), and every rank posts every step, in order. In step k a
+ * rank may write its line and small slot k % RP_SHM_DEPTH and its slot
+ * k % 2, then posts k in that line; a peer reads them once the rank
+ * posted k. A rank posts a step only after it finished reading the one
+ * before, so the slot may be written again in step k + 2 once every rank
+ * posted k + 1, and the line and small slot in step k + RP_SHM_DEPTH once
+ * every rank posted k + RP_SHM_DEPTH - 1: rp__shm_step waits for that
+ * (normally already true). The deep small ones let a broadcast's root run
+ * ahead of slow readers, as an eager send does.
  *
  * Waiting (rp__shm_wait): poll the peer's counter (with sched_yield in
  * between when the node is oversubscribed, so the peer holding the data
@@ -43,6 +47,11 @@ struct rp_comm;
 
 /* Bytes of data a flag line carries. */
 #define RP_SHM_INLINE 56
+/* Flag lines and small slots per rank: steps a writer of small data may
+ * run ahead. */
+#define RP_SHM_DEPTH 8
+/* Bytes of a small slot. */
+#define RP_SHM_SMALL 4096
 
 /* One rank's flag line of one parity. */
 typedef struct rp__shm_line {
@@ -57,7 +66,8 @@ typedef struct rp__shm {
     _Atomic uint32_t *sleepers; /* ranks asleep on some counter */
     uint32_t *pids;             /* [n]; 0: not comparable (another pid
                                    namespace) */
-    rp__shm_line_t *lines;      /* [n][2] */
+    rp__shm_line_t *lines;      /* [n][RP_SHM_DEPTH] */
+    char *small;                /* [n][RP_SHM_DEPTH][RP_SHM_SMALL] */
     char *data;                 /* [n][2][slot_bytes] */
     size_t slot_bytes;
     size_t direct_bytes; /* allreduce pieces every rank reduces whole */
@@ -80,7 +90,22 @@ void rp__shm_destroy(rp__shm_t *sh);
 static inline rp__shm_line_t *rp__shm_line(const rp__shm_t *sh, int q,
                                            uint32_t k)
 {
-    return &sh->lines[(size_t)q * 2 + (k & 1u)];
+    return &sh->lines[(size_t)q * RP_SHM_DEPTH + k % RP_SHM_DEPTH];
+}
+
+/* Where rank @q's @bytes of data for step @k lie: its line, small slot
+ * or slot. */
+static inline char *rp__shm_data(const rp__shm_t *sh, int q, uint32_t k,
+                                 size_t bytes)
+{
+    if (bytes <= RP_SHM_INLINE) {
+        return sh->lines[(size_t)q * RP_SHM_DEPTH + k % RP_SHM_DEPTH].data;
+    }
+    if (bytes <= RP_SHM_SMALL) {
+        return sh->small +
+               ((size_t)q * RP_SHM_DEPTH + k % RP_SHM_DEPTH) * RP_SHM_SMALL;
+    }
+    return sh->data + ((size_t)q * 2 + (k & 1u)) * sh->slot_bytes;
 }
 
 /* Rank @q's slot for step @k. */
@@ -89,9 +114,10 @@ static inline char *rp__shm_slot(const rp__shm_t *sh, int q, uint32_t k)
     return sh->data + ((size_t)q * 2 + (k & 1u)) * sh->slot_bytes;
 }
 
-/* Begin the next step: wait until every rank is done with this rank's
- * slot from two steps back. Returns this rank's slot for the step. */
-rp_status_t rp__shm_step(struct rp_comm *c, char **slot_p);
+/* Begin the next step, in which this rank writes @bytes of data (where
+ * rp__shm_data says): wait until every rank is done with what the step
+ * overwrites. Returns this rank's slot. */
+rp_status_t rp__shm_step(struct rp_comm *c, size_t bytes, char **slot_p);
 /* This rank's slot (if written) is ready for the current step. */
 void rp__shm_post(struct rp_comm *c);
 /* Wait until rank @q posted step @k. */

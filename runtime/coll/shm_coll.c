@@ -26,6 +26,7 @@
 #include "coll/shm.h"
 #include "reduce/reduce.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Elements per pass of the expression: the temporaries stay in L1/L2. */
@@ -152,32 +153,22 @@ static void rp_eval(const rp_shm_ar_t *a, size_t lo, size_t len, char *dst)
     }
 }
 
-/* A step whose data is @len bytes of @src (none if NULL) in this rank's
- * flag line (up to RP_SHM_INLINE bytes) or slot: begin it, copy, post. */
+/* A step whose data is @len bytes of @src (none if NULL), where
+ * rp__shm_data puts them: begin it, copy, post. */
 static rp_status_t rp_publish(rp_comm_t *c, const void *src, size_t len)
 {
     char *slot;
-    rp_status_t status = rp__shm_step(c, &slot);
+    rp_status_t status = rp__shm_step(c, src != NULL ? len : 0, &slot);
 
     if (status != RP_OK) {
         return status;
     }
     if (src != NULL) {
-        memcpy(len <= RP_SHM_INLINE
-                   ? rp__shm_line(c->shm, c->shm->rank, c->shm->step)->data
-                   : slot,
-               src, len);
+        memcpy(rp__shm_data(c->shm, c->shm->rank, c->shm->step, len), src,
+               len);
     }
     rp__shm_post(c);
     return RP_OK;
-}
-
-/* Where rank @q's @len bytes of step @k lie (see rp_publish). */
-static const char *rp_published(const rp__shm_t *sh, int q, uint32_t k,
-                                size_t len)
-{
-    return len <= RP_SHM_INLINE ? rp__shm_line(sh, q, k)->data
-                                : rp__shm_slot(sh, q, k);
 }
 
 static size_t rp_min(size_t a, size_t b)
@@ -199,7 +190,7 @@ static rp_status_t rp_piece_whole(rp_comm_t *c, rp_shm_ar_t *a,
         return status;
     }
     for (int q = 0; q < sh->n; q++) {
-        a->src[q] = rp_published(sh, q, sh->step, pn * a->es);
+        a->src[q] = rp__shm_data(sh, q, sh->step, pn * a->es);
     }
     rp_eval(a, a->p0, pn, out + a->p0 * a->es);
     return RP_OK;
@@ -224,7 +215,7 @@ static rp_status_t rp_piece_shared(rp_comm_t *c, rp_shm_ar_t *a,
     rp_status_t status;
     uint32_t k;
 
-    status = rp__shm_step(c, &slot);
+    status = rp__shm_step(c, SIZE_MAX, &slot);
     if (status != RP_OK) {
         return status;
     }
@@ -244,7 +235,7 @@ static rp_status_t rp_piece_shared(rp_comm_t *c, rp_shm_ar_t *a,
         a->src[q] = q == r && !inplace ? mine : rp__shm_slot(sh, q, k);
     }
     rp_eval(a, a->p0 + off, cnt, res + off * es);
-    status = rp__shm_step(c, &slot);
+    status = rp__shm_step(c, SIZE_MAX, &slot);
     if (status != RP_OK) {
         return status;
     }
@@ -320,7 +311,7 @@ rp_status_t rp__shm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
             if (status != RP_OK) {
                 return status;
             }
-            memcpy(data + off, rp_published(sh, root, sh->step, len), len);
+            memcpy(data + off, rp__shm_data(sh, root, sh->step, len), len);
         }
     }
     return RP_OK;
@@ -346,7 +337,7 @@ rp_status_t rp__shm_allgather(rp_comm_t *c, const void *sendbuf,
         }
         for (int q = 0; q < sh->n; q++) {
             memcpy(out + (size_t)q * bytes + off,
-                   rp_published(sh, q, sh->step, len), len);
+                   rp__shm_data(sh, q, sh->step, len), len);
         }
     }
     return RP_OK;
