@@ -9,7 +9,7 @@
 #   -w DIR       corpora and crashes (default DIR/fuzz-work): new inputs
 #                stay there, the committed corpus is not changed
 #   TARGET       parse, ckpt_dir, admin, shard_header, manifest,
-#                manifest_build, restore, options (default all)
+#                manifest_build, restore, options, settings (default all)
 #
 # Prints one row per target (seconds, executions, coverage, corpus, result)
 # and exits 1 if a target found anything: its crash-* input is in the work
@@ -34,7 +34,7 @@ shift $((OPTIND - 1))
 work=${work:-$build/fuzz-work}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(parse ckpt_dir admin shard_header manifest manifest_build restore options)
+    targets=(parse ckpt_dir admin shard_header manifest manifest_build restore options settings)
 fi
 
 if [ ! -f "$build/Makefile" ]; then

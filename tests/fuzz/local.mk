@@ -6,7 +6,7 @@
 FUZZ_TARGETS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_ckpt_dir \
 	tests/fuzz/fuzz_admin tests/fuzz/fuzz_shard_header \
 	tests/fuzz/fuzz_manifest tests/fuzz/fuzz_manifest_build \
-	tests/fuzz/fuzz_restore
+	tests/fuzz/fuzz_restore tests/fuzz/fuzz_settings
 FUZZ_COMMON = tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 FUZZ_LIBS = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
@@ -61,6 +61,13 @@ tests_fuzz_fuzz_restore_SOURCES = tests/fuzz/fuzz_restore.c $(FUZZ_COMMON)
 tests_fuzz_fuzz_restore_CPPFLAGS = $(FUZZ_CPPFLAGS)
 tests_fuzz_fuzz_restore_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_restore_LDFLAGS = $(FUZZ_LINKFLAGS)
+
+# The runtime's RINGPOINT_* reading; settings.c and the helpers only.
+tests_fuzz_fuzz_settings_SOURCES = tests/fuzz/fuzz_settings.c $(FUZZ_COMMON) \
+	runtime/core/settings.c
+tests_fuzz_fuzz_settings_CPPFLAGS = $(FUZZ_CPPFLAGS)
+tests_fuzz_fuzz_settings_LDADD = $(FUZZ_UTIL_LIBS)
+tests_fuzz_fuzz_settings_LDFLAGS = $(FUZZ_LINKFLAGS)
 
 # spank/options.c is included by the target (its statics are reset per
 # input); the SPANK calls it makes are stand-ins in the target.
