@@ -13,10 +13,10 @@
 #             train bootstrap plugin preempt failure)
 #
 # Slurm's own programs are not instrumented, and the plugin built with ASan
-# needs the ASan runtime loaded first in every process that loads it: the
-# cluster's daemons are started with LD_PRELOAD=libasan (slurmd hands its
-# environment to slurmstepd, which loads the plugin), and the tests run
-# with it too (srun, sbatch, salloc, the tasks). Reports go to files
+# needs the ASan runtime loaded first in every process that loads it:
+# slurmd, srun, sbatch and salloc run through wrappers that preload
+# libasan (slurmd hands its environment to slurmstepd, which loads the
+# plugin; the tasks inherit it from srun). Reports go to files
 # (ASAN_OPTIONS/UBSAN_OPTIONS log_path) in STATEDIR/sanitizer/, which the
 # script lists at the end; it exits 1 if a test failed or a report names
 # ringpoint code. Leak checking is off (Slurm's daemons and Python leak by
@@ -65,13 +65,24 @@ asan=$(readlink -f "$asan")
 # the log files carry the process id.
 export ASAN_OPTIONS="log_path=$san/asan:detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1"
 export UBSAN_OPTIONS="log_path=$san/ubsan:print_stacktrace=1:halt_on_error=1"
-export LD_PRELOAD=$asan
+# Not in this shell: the tests' own tools (dd's aligned_alloc) trip ASan.
+# The programs that load the plugin get it through wrappers first on PATH:
+# srun, sbatch, salloc, and slurmd (cluster.sh starts it by name, also when
+# a test restarts a node), which hands its environment to slurmstepd. The
+# tasks inherit it from srun (harmless in the instrumented programs).
+mkdir -p "$san/bin"
+for prog in srun sbatch salloc slurmd; do
+    printf '#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' "$asan" "$(command -v $prog)" \
+        >"$san/bin/$prog"
+    chmod +x "$san/bin/$prog"
+done
+export PATH=$san/bin:$PATH
 export RP_PREFIX=$prefix RP_PLUGIN=$prefix/lib/slurm/ringpoint.so
 pythondir=$(sed -n 's/^RP_PYTHONDIR = //p' "$build/Makefile")
 export RP_PYTHONDIR=${pythondir//\$\{prefix\}/$prefix}
 [ -d "$RP_PYTHONDIR/ringpoint" ] && export PYTHONPATH=$RP_PYTHONDIR${PYTHONPATH:+:$PYTHONPATH}
 
-say "local Slurm cluster ($RP_CLUSTER_DIR), daemons with LD_PRELOAD=$asan"
+say "local Slurm cluster ($RP_CLUSTER_DIR), slurmd with LD_PRELOAD=$asan"
 trap '"$top/scripts/cluster.sh" down >/dev/null 2>&1 || true' EXIT
 if ! RP_CLUSTER_CRED_EXPIRE=5 "$top/scripts/cluster.sh" up -n 2 -p "$RP_PLUGIN"; then
     echo "sanitize-integration.sh: the cluster did not come up" >&2
@@ -79,8 +90,23 @@ if ! RP_CLUSTER_CRED_EXPIRE=5 "$top/scripts/cluster.sh" up -n 2 -p "$RP_PLUGIN";
 fi
 eval "$("$top/scripts/cluster.sh" env)"
 # Is the instrumented plugin really loaded, and the runtime with it?
-srun -N1 -n1 --ckpt-interval=1m sh -c 'grep -c libasan /proc/$PPID/maps; grep -c ringpoint.so /proc/$PPID/maps' \
+srun -N1 -n1 --ckpt-interval=1m sh -c 'grep -c libasan /proc/$PPID/maps; grep -c ringpoint.so /proc/$PPID/maps;
+    tr "\0" "\n" </proc/$PPID/environ | grep -c "^ASAN_OPTIONS=log_path="' \
     >"$san/probe.txt" 2>&1 || true
+# And do reports reach the files from inside a job? A task's heap
+# overflow must leave one (a control: moved aside, not counted).
+control=${RP_CLUSTER_SHARED:-$RP_CLUSTER_DIR}/asan-control
+printf '#include <stdlib.h>\nint main(void){char *p=malloc(8);p[8]=1;return p[0];}\n' \
+    >"$control.c"
+mkdir -p "$san/control"
+if gcc -fsanitize=address -g -o "$control" "$control.c" &&
+    ! srun -N1 -n1 "$control" >/dev/null 2>&1 &&
+    grep -l heap-buffer-overflow "$san"/asan.* >/dev/null 2>&1; then
+    mv $(grep -l heap-buffer-overflow "$san"/asan.*) "$san/control/"
+    echo "control: a task's heap overflow was reported" >>"$san/probe.txt"
+else
+    echo "control: NO report from a task's heap overflow" >>"$san/probe.txt"
+fi
 
 for t in "${tests[@]}"; do
     f=$top/tests/slurm/test_$t.sh
@@ -102,6 +128,6 @@ for r in $reports; do
     grep -E 'ERROR: AddressSanitizer|runtime error|SUMMARY' "$r" | head -n 3
     grep -qE 'ringpoint|/runtime/|/spank/|/tests/' "$r" && ours=$((ours + 1))
 done
-echo "probe (slurmstepd maps: libasan lines, ringpoint.so lines): $(tr '\n' ' ' <"$san/probe.txt")"
+echo "probe (slurmstepd: libasan mapped, ringpoint.so mapped, ASAN_OPTIONS set): $(tr '\n' ' ' <"$san/probe.txt")"
 echo "$passed passed, $failed failed; $(echo "$reports" | grep -c . || true) sanitizer reports, $ours naming ringpoint code"
 [ "$failed" -eq 0 ] && [ "$ours" -eq 0 ] && [ "$passed" -gt 0 ]
