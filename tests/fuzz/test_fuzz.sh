@@ -38,7 +38,7 @@ for t in $targets; do
     fi
     rc=$?
     if [ $rc -eq 0 ]; then
-        echo "ok $i - $name ($(grep -Eo '([0-9]+ inputs replayed|#[0-9]+ *DONE.*)' "$log" | tail -n 1))"
+        echo "ok $i - $name ($(grep -Eo '([0-9]+ inputs replayed|#[0-9]+[[:space:]]+DONE.*)' "$log" | tail -n 1))"
     else
         echo "not ok $i - $name (exit $rc)"
         grep -E 'property failed|ERROR|SUMMARY|Test unit written|runtime error' "$log" | head -n 20 | sed 's/^/# /'
