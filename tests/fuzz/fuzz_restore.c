@@ -12,9 +12,9 @@
  *
  * Properties:
  *  - the scan and the verification of that one directory name it the same
- *    way (complete, incomplete, corrupt); a quick check never calls
- *    complete what the full one refuses... the other way round: what the
- *    full check calls complete, the quick one does too;
+ *    way (complete, incomplete, corrupt); what the full check (every chunk
+ *    CRC) calls complete, the quick one (manifest, sizes, headers) does
+ *    too;
  *  - the reader restores exactly when the full check says complete (and
  *    the checkpoint's region table is the job's), and what it restores is
  *    the state that was written, byte for byte;
@@ -227,9 +227,9 @@ static void edit(fuzz_in_t *in, mfile_t *d, unsigned *nfiles, unsigned world)
         case 3:
             f->gone = true;
             break;
-        case 4:
-            f->link = (int)((fi + 1 + fuzz_u8(in) % (*nfiles - 1 + 1)) %
-                            *nfiles);
+        case 4: /* a symbolic link to a file of the directory, itself
+                 * included (a loop) */
+            f->link = (int)(fuzz_u8(in) % *nfiles);
             break;
         case 5: /* the manifest edited, its checksum matching */
             if (d[0].len > 16) {
