@@ -113,6 +113,8 @@ def main():
         sys.exit("usage: plot_bench.py ROWS.tsv OUT_PREFIX")
     d = load(sys.argv[1])
     for coll in sorted({k[0] for k in d}):
+        if not any(k[0] == coll and k[3] > 0 for k in d):
+            continue  # a barrier: one size, nothing to draw
         plot(d, coll, f"{sys.argv[2]}-{coll}.svg")
         print(f"{sys.argv[2]}-{coll}.svg")
 
