@@ -343,7 +343,7 @@ static void check_runtime(const rp_spank_admin_t *admin)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_in_t in = {data, size};
-    char *words[3], *text, *name, *exported;
+    char *words[3] = {NULL, NULL, NULL}, *text, *name, *exported;
     rp_spank_admin_t admin, none;
     int nwords = fuzz_u8(&in) % 4, which, saved;
     uint8_t form;
