@@ -219,6 +219,12 @@ rp_status_t rp__mf_plan(rp__ckpt_manifest_t *m, uint64_t max_chunks,
         sh->nchunks = (uint32_t)n;
         sh->chunk_crc = NULL;
     }
+    /* What the encoder will refuse, refused here: before any data is
+     * written, and before the CRC table is allocated. */
+    st = rp__mf_check_size(m, NULL, err, errlen);
+    if (st != RP_OK) {
+        return st;
+    }
     free(m->crc_pool);
     m->crc_pool = calloc(total > 0 ? total : 1, sizeof(uint32_t));
     m->total_chunks = 0;

@@ -4,7 +4,8 @@
  *
  *   manifest.c         the model: init, plan, queries, and its rules
  *                      (fields, region table, shard layout)
- *   manifest_encode.c  a planned manifest to its canonical text
+ *   manifest_encode.c  a planned manifest to its canonical text, and
+ *                      that text's exact size
  *   manifest_parse.c   text (hostile input) to a checked manifest
  */
 #ifndef RP_CKPT_MANIFEST_INT_H
@@ -46,6 +47,13 @@ rp_status_t rp__mf_check_shards(const rp__ckpt_manifest_t *m, char *err,
 void rp__mf_shard_geometry(const rp__ckpt_manifest_t *m, uint32_t rank,
                            rp__ckpt_shard_info_t *out);
 uint64_t rp__mf_nchunks(uint64_t length, uint64_t chunk_size);
+/* The exact length of @m's canonical text (shards planned): the one
+ * computation that the planner's verdict and the encoder's buffer share. */
+uint64_t rp__mf_encoded_size(const rp__ckpt_manifest_t *m);
+/* That length within RP_CKPT_MANIFEST_MAX? Stored in *@size_p (may be
+ * NULL); RP_ERR_INVALID_ARG + @err if not. */
+rp_status_t rp__mf_check_size(const rp__ckpt_manifest_t *m, uint64_t *size_p,
+                              char *err, size_t errlen);
 /* Plan with an explicit bound on the total chunk count (parse passes one
  * derived from the input size). */
 rp_status_t rp__mf_plan(rp__ckpt_manifest_t *m, uint64_t max_chunks,

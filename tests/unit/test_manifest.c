@@ -17,6 +17,7 @@
 #include "ckpt/crc32c.h"
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
+#include "ckpt/manifest_int.h"
 #include "ckpt/shard.h"
 
 static uint64_t test_rng_state = 0x2545F4914F6CDD1Dull;
@@ -734,6 +735,72 @@ static void test_manifest_fuzz(void **state)
     rp__ckpt_manifest_free(&m);
 }
 
+/* The planner and the encoder judge the manifest's size by one
+ * computation: what plan accepts encodes to exactly the bytes it counted,
+ * and what is over the limit plan refuses, before any data is written.
+ * (fuzz_manifest_build found plan accepting 2^26 chunks whose CRCs alone
+ * encode to 576 MiB, over RP_CKPT_MANIFEST_MAX; the encoder refused it
+ * at the commit, after every shard was written.) */
+static void test_manifest_size_limit(void **state)
+{
+    static const uint64_t chunks[] = {0, 1, 8, 9, 79, 80, 81, 799, 800,
+                                      801, 8000, 8001};
+    rp__ckpt_manifest_t m;
+    char *text = NULL, err[256];
+    size_t len;
+    uint64_t lo, hi;
+
+    (void)state;
+    /* Exact sizes: shard and rank numbers, CRC lines and their first
+     * chunk numbers across powers of ten. */
+    for (unsigned i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+        for (uint32_t world = 1; world <= 11; world += 5) {
+            test_make_manifest(&m, world, chunks[i] * 4096 * world / 2,
+                               chunks[i] * 4096 / 2 + i);
+            test_encode(&m, &text, &len);
+            assert_int_equal(len, rp__mf_encoded_size(&m));
+            free(text);
+            text = NULL;
+            rp__ckpt_manifest_free(&m);
+        }
+    }
+    /* The fuzzer's input: 1024 ranks of 65536 chunks of 4 KiB. */
+    assert_int_equal(rp__ckpt_manifest_init(&m, 1024, 0), RP_OK);
+    m.chunk_size = 4096;
+    m.per_rank_length = 1ull << 28;
+    assert_int_equal(rp__ckpt_manifest_plan(&m, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "more than the limit"));
+    assert_non_null(strstr(err, "chunk_size"));
+    assert_null(m.crc_pool);
+    assert_int_not_equal(rp__ckpt_manifest_encode(&m, &text, &len, err,
+                                                  sizeof(err)),
+                         RP_OK);
+    assert_null(text);
+    /* At the limit: the largest per-rank length plan accepts is within
+     * it, one chunk more is not, and plan says so. */
+    lo = 1;
+    hi = 1u << 16;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+
+        m.per_rank_length = mid * 4096;
+        if (rp__ckpt_manifest_plan(&m, err, sizeof(err)) == RP_OK) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    m.per_rank_length = lo * 4096;
+    assert_int_equal(rp__ckpt_manifest_plan(&m, err, sizeof(err)), RP_OK);
+    assert_true(rp__mf_encoded_size(&m) <= RP_CKPT_MANIFEST_MAX);
+    m.per_rank_length = hi * 4096;
+    assert_int_equal(rp__ckpt_manifest_plan(&m, err, sizeof(err)),
+                     RP_ERR_INVALID_ARG);
+    assert_true(rp__mf_encoded_size(&m) > RP_CKPT_MANIFEST_MAX);
+    rp__ckpt_manifest_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -742,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_shard_header),
         cmocka_unit_test(test_manifest_roundtrip),
         cmocka_unit_test(test_manifest_encode_rejects),
+        cmocka_unit_test(test_manifest_size_limit),
         cmocka_unit_test(test_manifest_rejects),
         cmocka_unit_test(test_manifest_fuzz),
     };
