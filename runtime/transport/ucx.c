@@ -664,6 +664,32 @@ static bool rp_ucx_oversubscribed(const rp_bootstrap_t *bs)
     return cpus > 0 && bs->local_size > cpus;
 }
 
+/* May another rank of the job share this host, and so be reached through
+ * shared memory? Yes when this Slurm node runs other ranks, and also when
+ * the Slurm node is not named after the host: several slurmd daemons of
+ * one machine (slurmd -N), whose "nodes" all talk through shared memory.
+ * A node named otherwise on a real cluster only costs the TCP threshold
+ * below (a 128 KiB message by rendezvous over TCP). */
+static bool rp_ucx_may_share_host(const rp_bootstrap_t *bs)
+{
+    const char *node = getenv("SLURMD_NODENAME");
+    char host[256], *dot;
+
+    if (bs->local_size > 1) {
+        return true;
+    }
+    if (node == NULL || *node == '\0' ||
+        gethostname(host, sizeof(host) - 1) != 0) {
+        return false;
+    }
+    host[sizeof(host) - 1] = '\0';
+    dot = strchr(host, '.');
+    if (dot != NULL && strchr(node, '.') == NULL) {
+        *dot = '\0'; /* node001.cluster is node001 */
+    }
+    return strcmp(node, host) != 0;
+}
+
 static const rp_transport_ops_t rp_ucx_ops = {
     .name = "ucx",
     .connect = rp_ucx_connect,
@@ -733,8 +759,22 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
      * time of a 16 KiB allreduce at 4 ranks on 2 cores (31 -> 16 us) and
      * cut 64 KiB from 62 to 49 us, with 1 MiB unchanged. A local choice:
      * a receiver takes either protocol. */
-    rndv = rp_ucx_net_is_tcp(bs) ? "256k"
-           : rp_ucx_oversubscribed(bs) ? "64k" : NULL;
+    /* But 256 KiB is only for links that are all TCP. To a peer on this
+     * host UCX sends through its shared-memory FIFO, and a ring segment
+     * (128 KiB at 3+ ranks) sent eagerly there stalled the sender until
+     * some later event woke it: under srun -N2 -n4 on the local cluster
+     * (two slurmd of one VM) a 256 MiB restore's allgather took 10-12 s
+     * with 256 KiB, 0.9-1.7 s with 64 KiB, 128 KiB, "auto" or a FIFO of
+     * 1024 entries (UCX_MM_FIFO_SIZE). So where shared memory may carry
+     * some of the traffic, 64 KiB, as for oversubscribed ranks. */
+    if (rp_ucx_net_is_tcp(bs) &&
+        (rp_ucx_tls_tcp_only() || !rp_ucx_may_share_host(bs))) {
+        rndv = "256k";
+    } else if (rp_ucx_net_is_tcp(bs) || rp_ucx_oversubscribed(bs)) {
+        rndv = "64k";
+    } else {
+        rndv = NULL;
+    }
     ucx->owed_min = RP_UCX_OWED_MIN_BYTES;
     if (rndv != NULL && getenv("UCX_RNDV_THRESH") == NULL) {
         st = ucp_config_modify(config, "RNDV_THRESH", rndv);
@@ -743,6 +783,7 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
                      ucs_status_string(st));
         } else {
             ucx->owed_min = (size_t)atoi(rndv) * 1024;
+            rp_debug("transport: UCX rendezvous from %s", rndv);
         }
     }
     memset(&params, 0, sizeof(params));
