@@ -364,10 +364,21 @@ static rp_status_t rp_shm_sleep(rp_comm_t *c, int q, uint32_t k,
         if (c->notice_req.done) {
             return rp__comm_fail_noticed(c);
         }
-        if (sh->pids[q] != 0 && kill((pid_t)sh->pids[q], 0) != 0 &&
-            errno == ESRCH) {
+        /* Pids are rank 0's namespace's: only a rank in it (one that
+         * published its own) may look them up; from any other, every
+         * peer would look gone. */
+        if (sh->pids[sh->rank] != 0 && sh->pids[q] != 0 &&
+            kill((pid_t)sh->pids[q], 0) != 0 && errno == ESRCH) {
             rp_error("%s: rank %d (pid %u on this node) has exited", c->op, q,
                      sh->pids[q]);
+            return rp__comm_fail(c, RP_ERR_PEER_FAILED, q);
+        }
+        /* What the transport knows of the peer (a connection reset, a
+         * silent host: RINGPOINT_PEER_TIMEOUT), as its own waits ask: the
+         * only news of a rank whose pid means nothing here (another pid
+         * namespace) short of the collective's timeout. */
+        if (c->tp->ops->peer_status(c->tp, q) != RP_OK) {
+            rp_error("%s: rank %d failed (the transport lost it)", c->op, q);
             return rp__comm_fail(c, RP_ERR_PEER_FAILED, q);
         }
         if (rp__comm_now_ns() >= deadline) {
