@@ -16,6 +16,7 @@ runtime_libringpoint_util_la_SOURCES = \
 noinst_LTLIBRARIES += runtime/libringpoint_core.la
 runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/context.c runtime/core/context.h \
+	runtime/core/fork.c runtime/core/fork.h \
 	runtime/core/peer.c runtime/core/peer.h \
 	runtime/core/settings.c runtime/core/settings.h \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \

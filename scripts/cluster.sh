@@ -65,7 +65,11 @@ Commands:
         SIGKILL everything of node NODE (slurmd, slurmstepd, job tasks) at
         once, as if it lost power (for failure tests).
   start-node NODE [-d STATEDIR]
-        Start NODE's slurmd again after crash-node (a reboot).
+        Start NODE's slurmd again after crash-node (a reboot) or after
+        kill-slurmd (a restart: the steps still running are left alone).
+  kill-slurmd NODE [-d STATEDIR]
+        SIGKILL only NODE's slurmd; its slurmstepd and job tasks live on
+        (for failure tests).
   net-down NODE [-d STATEDIR]
         (RP_CLUSTER_NETNS=1 clusters) Set NODE's link down: the host
         vanishes from the network without a word, its processes live on.
@@ -874,23 +878,59 @@ node_arg() {
     node_list | grep -qxF "$NODE_ARG" || die "no node $NODE_ARG in this cluster"
 }
 
+# node_namespaces NODE: the mount namespaces of NODE: its slurmd's, and
+# that of a slurmd killed by kill-slurmd whose steps may still run.
+node_namespaces() {
+    local f ns
+    for f in "$RUNDIR/slurmd-$1.mntns" "$RUNDIR/slurmd-$1.stepd.mntns"; do
+        [[ -r $f ]] && read -r ns <"$f" && [[ $ns != "$(readlink /proc/self/ns/mnt)" ]] && echo "$ns"
+    done
+    return 0
+}
+
+# ns_pids NS...: the processes in one of the mount namespaces NS.
+ns_pids() {
+    local p
+    (($# > 0)) || return 0
+    for p in /proc/[0-9]*; do
+        [[ " $* " == *" $(readlink "$p/ns/mnt" 2>/dev/null) "* ]] && echo "${p#/proc/}"
+    done
+    return 0
+}
+
 # crash-node NODE: what a node losing power looks like to the others. Its
-# slurmd, slurmstepd and job tasks (everything in its mount namespace) get
+# slurmd, slurmstepd and job tasks (everything in its mount namespaces) get
 # SIGKILL at once: no clean-up, no messages to slurmctld or to srun.
 cmd_crash_node() {
-    local ns pids
+    local pids nss
     node_arg crash-node "$@"
-    read -r ns <"$RUNDIR/slurmd-$NODE_ARG.mntns" 2>/dev/null ||
-        die "$NODE_ARG has no recorded namespace (is it up, with a private /tmp?)"
-    [[ $ns != "$(readlink /proc/self/ns/mnt)" ]] || die "refusing to kill our own namespace"
-    pids=$(for p in /proc/[0-9]*; do
-        [[ $(readlink "$p/ns/mnt" 2>/dev/null) == "$ns" ]] && echo "${p#/proc/}"
-    done; true)
+    nss=$(node_namespaces "$NODE_ARG")
+    [[ -n $nss ]] || die "$NODE_ARG has no recorded namespace (is it up, with a private /tmp?)"
+    # shellcheck disable=SC2086 # one word per namespace
+    pids=$(ns_pids $nss)
     [[ -n $pids ]] || die "nothing runs on $NODE_ARG"
     # shellcheck disable=SC2086 # word splitting of the pid list is wanted
     kill -KILL $pids 2>/dev/null || true
-    rm -f "$RUNDIR/slurmd-$NODE_ARG.pid" "$RUNDIR/slurmd-$NODE_ARG.mntns"
+    rm -f "$RUNDIR/slurmd-$NODE_ARG.pid" "$RUNDIR/slurmd-$NODE_ARG.mntns" \
+        "$RUNDIR/slurmd-$NODE_ARG.stepd.mntns"
     msg "$NODE_ARG crashed: killed ${pids//$'\n'/ }"
+}
+
+# kill-slurmd NODE: only the node's slurmd dies (SIGKILL: no goodbye to
+# slurmctld); slurmstepd and the tasks of running steps live on, as when
+# slurmd crashes or is killed by the OOM killer. Their namespace is kept
+# as NODE's, for start-node, crash-node and down.
+cmd_kill_slurmd() {
+    local pid
+    node_arg kill-slurmd "$@"
+    pid=$(pid_of "slurmd-$NODE_ARG") || die "$NODE_ARG's slurmd is not running"
+    kill -KILL "$pid"
+    wait_gone "$pid" 10 || die "slurmd of $NODE_ARG (pid $pid) does not die"
+    rm -f "$RUNDIR/slurmd-$NODE_ARG.pid"
+    if [[ -f $RUNDIR/slurmd-$NODE_ARG.mntns ]]; then
+        mv "$RUNDIR/slurmd-$NODE_ARG.mntns" "$RUNDIR/slurmd-$NODE_ARG.stepd.mntns"
+    fi
+    msg "$NODE_ARG: slurmd (pid $pid) killed; its steps live on"
 }
 
 # start-node NODE: start NODE's slurmd again (a rebooted node rejoining).
@@ -900,11 +940,22 @@ cmd_start_node() {
         msg "$NODE_ARG is already running"
         return 0
     fi
-    # What a reboot clears: the node's /tmp, and the sockets of the step
-    # daemons that died with it (Slurm 22.05's pmix plugin does not unlink
-    # a stale one, and the requeued job's step has the same id).
-    rm -rf "${NODE_TMP:?}/$NODE_ARG"/* "$SPOOL/$NODE_ARG"/stepd.slurm.pmix.* \
-        "$SPOOL/$NODE_ARG"/pmix.*
+    local nss
+    nss=$(node_namespaces "$NODE_ARG")
+    # shellcheck disable=SC2086 # one word per namespace
+    if [[ -n $nss && -n $(ns_pids $nss) ]]; then
+        # Only slurmd died (kill-slurmd): its steps still use the node's
+        # /tmp and sockets; the new slurmd finds them in the spool.
+        msg "$NODE_ARG: steps still run there; restarting slurmd only"
+    else
+        # What a reboot clears: the node's /tmp, and the sockets of the
+        # step daemons that died with it (Slurm 22.05's pmix plugin does
+        # not unlink a stale one, and the requeued job's step has the same
+        # id).
+        rm -f "$RUNDIR/slurmd-$NODE_ARG.stepd.mntns"
+        rm -rf "${NODE_TMP:?}/$NODE_ARG"/* "$SPOOL/$NODE_ARG"/stepd.slurm.pmix.* \
+            "$SPOOL/$NODE_ARG"/pmix.*
+    fi
     start_slurmd "$NODE_ARG"
     msg "$NODE_ARG started again (pid $(pid_of "slurmd-$NODE_ARG" || echo '?'))"
 }
@@ -968,6 +1019,7 @@ main() {
         env) cmd_env "$@" ;;
         crash-node) cmd_crash_node "$@" ;;
         start-node) cmd_start_node "$@" ;;
+        kill-slurmd) cmd_kill_slurmd "$@" ;;
         net-down) cmd_net_link net-down down "$@" ;;
         net-up) cmd_net_link net-up up "$@" ;;
         help | -h | --help) usage ;;

@@ -168,7 +168,8 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_failure.sh tests/slurm/test_chaos.sh \
 	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh \
 	tests/slurm/test_python.sh tests/slurm/test_storage.sh \
-	tests/slurm/test_netns.sh tests/slurm/test_flush.sh
+	tests/slurm/test_netns.sh tests/slurm/test_flush.sh \
+	tests/slurm/test_node_faults.sh tests/slurm/test_fork.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
@@ -189,6 +190,11 @@ pkglibexec_PROGRAMS += tests/slurm/ringpoint-gpu-check
 tests_slurm_ringpoint_gpu_check_SOURCES = tests/slurm/gpu_check.c
 tests_slurm_ringpoint_gpu_check_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 tests_slurm_ringpoint_gpu_check_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
+
+# Children forked after rp_init (tests/slurm/test_fork.sh).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-fork-check
+tests_slurm_ringpoint_fork_check_SOURCES = tests/slurm/fork_check.c
+tests_slurm_ringpoint_fork_check_LDADD = runtime/libringpoint.la
 
 # The checkpoint engine's end-to-end program (tests/slurm/test_ckpt.sh).
 pkglibexec_PROGRAMS += tests/slurm/ringpoint-ckpt-check

@@ -1,6 +1,7 @@
 """The process's one ringpoint context: start-up, identity, shutdown."""
 import atexit
 import ctypes
+import os
 import threading
 
 from ringpoint import _lib
@@ -10,6 +11,7 @@ _lock = threading.Lock()
 _ctx = None          # rp_context_h as an int, or None
 _attr = None         # rp_context_attr_t, read once at init()
 _finalizers = []     # called before rp_finalize (e.g. waiter threads)
+_forked_from = None  # in a child forked after init(): the parent's pid
 
 _ALL_FIELDS = (1 << 11) - 1
 
@@ -26,6 +28,8 @@ def init(single=False):
     with _lock:
         if _ctx is not None:
             return
+        if not single:  # a tool reading a checkpoint may start afresh
+            _refuse_in_child("ringpoint.init")
         handle = _lib.ctx_t()
         params = _lib.InitParams(1, 1) if single else None  # RP_INIT_FLAG_SINGLE
         check(_lib.lib.rp_init(ctypes.byref(params) if params else None,
@@ -55,6 +59,33 @@ def shutdown():
 atexit.register(shutdown)
 
 
+def _after_fork_in_child():
+    """A child forked after init() (a DataLoader worker, the fork start
+    method) holds a copy of the context but none of the library's threads,
+    and shares its parent's connections: it must not run collectives or
+    checkpoints, nor finalize at exit (atexit runs in an os.fork() child
+    that returns normally). So it forgets the context; the library refuses
+    too (runtime/core/fork.h)."""
+    global _lock, _ctx, _attr, _forked_from
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    if _ctx is not None:
+        _forked_from = os.getppid()
+        _ctx, _attr = None, None
+        del _finalizers[:]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _refuse_in_child(what):
+    if _forked_from is not None:
+        raise StateError(
+            "%s: this process (pid %d) was forked from rank process %d after "
+            "ringpoint.init(); ringpoint works only in that process (a "
+            "DataLoader worker must leave collectives and checkpoints to the "
+            "training loop)" % (what, os.getpid(), _forked_from))
+
+
 def is_initialized():
     """True between init() and shutdown()."""
     return _ctx is not None
@@ -65,6 +96,7 @@ def context_handle(what="ringpoint"):
     StateError before init()."""
     ctx = _ctx
     if ctx is None:
+        _refuse_in_child(what)
         raise StateError("%s: ringpoint is not initialized: call init() "
                          "first" % what)
     return ctx

@@ -10,6 +10,7 @@
 #include "ringpoint/ckpt.h"
 #include "ckpt/engine.h"
 #include "core/context.h"
+#include "core/fork.h"
 #include "util/step_marker.h"
 #include "util/log.h"
 
@@ -34,6 +35,10 @@ static rp__ckpt_engine_t *rp_api_engine(rp_context_h ctx, const char *what,
     if (ctx == NULL) {
         rp_error("%s: ctx is NULL", what);
         *rc_p = RP_ERR_INVALID_ARG;
+        return NULL;
+    }
+    *rc_p = rp__fork_check(what);
+    if (*rc_p != RP_OK) {
         return NULL;
     }
     e = rp__ckpt_engine_get(ctx);

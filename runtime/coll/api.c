@@ -11,6 +11,7 @@
 #include "coll/comm.h"
 #include "coll/request.h"
 #include "core/context.h"
+#include "core/fork.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
 
@@ -49,6 +50,10 @@ static rp_status_t rp_backend(rp_context_h ctx, const rp__coll_args_t *a,
     rp_status_t status;
 
     *be_p = &rp__coll_host_backend;
+    status = rp__fork_check(what);
+    if (status != RP_OK) {
+        return status;
+    }
     if (dev == NULL || a->kind == RP__COLL_BARRIER) {
         return RP_OK;
     }

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "core/context.h"
+#include "core/fork.h"
 #include "ckpt/engine.h"
 #include "coll/comm.h"
 #include "gpu/path.h"
@@ -22,6 +23,7 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
 {
     rp_context_h ctx;
     rp_status_t status;
+    rp__fork_fds_t fds_before;
     bool single = false;
     int left, right;
 
@@ -44,6 +46,7 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     if (status != RP_OK) {
         goto err_free;
     }
+    rp__fork_fds_note(&fds_before);
     status = rp__bootstrap_init(single, &ctx->bootstrap);
     if (status != RP_OK) {
         goto err_free;
@@ -91,6 +94,8 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     rp_debug("initialised: rank %d of %d on %s via %s", ctx->bootstrap->rank,
              ctx->bootstrap->size, ctx->bootstrap->node_name,
              ctx->bootstrap->ops->name);
+    rp__fork_guard_init(&fds_before);
+    rp__fork_fds_free(&fds_before);
     *ctx_p = ctx;
     return RP_OK;
 
@@ -104,6 +109,7 @@ err_transport:
     rp__transport_destroy(ctx->transport);
 err_bootstrap:
     rp__bootstrap_finalize(ctx->bootstrap);
+    rp__fork_fds_free(&fds_before);
 err_free:
     free(ctx);
     return status;
@@ -114,8 +120,8 @@ err_free:
 
 void rp_finalize(rp_context_h ctx)
 {
-    if (ctx == NULL) {
-        return;
+    if (ctx == NULL || rp__fork_check("rp_finalize") != RP_OK) {
+        return; /* a forked child: its copy is left alone (core/fork.h) */
     }
     /* First, while the collectives still work: a checkpoint in flight is
      * committed (it needs them). */

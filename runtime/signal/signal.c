@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The first signal wins: a warning followed by SIGTERM is one stop. */
 static volatile sig_atomic_t rp_signal_first;
@@ -24,9 +25,19 @@ static struct {
     bool installed;
     struct sigaction old;
 } rp_signal_slots[2];
+/* The process that installed the handlers: a child forked from it (a
+ * DataLoader worker) has no stop to coordinate. */
+static volatile pid_t rp_signal_owner;
 
 static void rp_signal_handler(int signo)
 {
+    if (rp_signal_owner != 0 && getpid() != rp_signal_owner) {
+        /* A child that the fork handler did not reach (fork.c): give the
+         * signal its old meaning; it is delivered again on return. */
+        rp__signal_reset_in_child();
+        raise(signo);
+        return;
+    }
     (void)rp_request_stop(signo);
 }
 
@@ -90,6 +101,7 @@ static rp_status_t rp_signal_take(unsigned slot, int signo)
     }
     rp_signal_slots[slot].signo = signo;
     rp_signal_slots[slot].installed = true;
+    rp_signal_owner = getpid();
     return RP_OK;
 }
 
@@ -122,6 +134,16 @@ void rp__signal_restore(void)
             rp_signal_slots[i].installed = false;
         }
     }
+}
+
+void rp__signal_reset_in_child(void)
+{
+    int saved = errno;
+
+    rp__signal_restore(); /* sigaction only: async-signal-safe */
+    rp_signal_first = 0;
+    rp_signal_owner = 0;
+    errno = saved;
 }
 
 int rp__signal_pending(void)

@@ -28,6 +28,11 @@ rp_status_t rp__signal_install(int warn_signo);
 /* Put back the handlers found by rp__signal_install. */
 void rp__signal_restore(void);
 
+/* In a child forked after install (no stop of its own to take): put back
+ * the dispositions found at install and forget a recorded signal.
+ * Async-signal-safe (the fork handler and the stop handler call it). */
+void rp__signal_reset_in_child(void);
+
 /* The first stop signal received since install (or since the last
  * rp__signal_clear), or 0. Safe to call from any thread. */
 int rp__signal_pending(void);

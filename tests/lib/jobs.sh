@@ -4,7 +4,19 @@
 # C example by default) and TRAIN_DELAY its option that slows a step down.
 
 export PATH=$RP_PREFIX/bin:$PATH
+export RP_PLUGSTACK=$(sed -n 's/^PlugStackConfig=//p' "${SLURM_CONF:-/dev/null}")
 mkdir -p "$RP_WORK"
+
+# with_site_args ARGS...: for the rest of this test, the plugin gets ARGS
+# from plugstack.conf (slurmstepd reads it at each step); the original
+# comes back when the test ends.
+with_site_args() {
+    cp "$RP_PLUGSTACK" "$RP_WORK/plugstack.saved"
+    trap 'cp "$RP_WORK/plugstack.saved" "$RP_PLUGSTACK"' EXIT
+    echo "required $RP_PLUGIN $*" >"$RP_PLUGSTACK"
+}
+
+slurmd_log() { cat "$RP_CLUSTER_LOGDIR"/slurmd-n*.log; }
 
 # reference: the digest of an uninterrupted run with the same ranks and
 # $STEPS steps.

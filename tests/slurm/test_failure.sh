@@ -10,23 +10,11 @@
 export RP_TOP=$(cd "$(dirname "$0")/../.." && pwd)
 export RP_WORK=$RP_CLUSTER_DIR/work/failure
 export STEPS=300
-export RP_PLUGSTACK=$(sed -n 's/^PlugStackConfig=//p' "$SLURM_CONF")
 . "$(dirname "$0")/../lib/jobs.sh"
 # A real node failure is silent: bound the wait for a peer that stops
 # answering (a killed process on this host is noticed at once anyway).
 export TRAIN_ENV="RINGPOINT_COLL_TIMEOUT=20s"
 export TRAIN_ARGS=""
-
-# with_site_args ARGS...: for the rest of this test, the plugin gets ARGS
-# from plugstack.conf (slurmstepd reads it at each step); the original
-# comes back when the test ends.
-with_site_args() {
-    cp "$RP_PLUGSTACK" "$RP_WORK/plugstack.saved"
-    trap 'cp "$RP_WORK/plugstack.saved" "$RP_PLUGSTACK"' EXIT
-    echo "required $RP_PLUGIN $*" >"$RP_PLUGSTACK"
-}
-
-slurmd_log() { cat "$RP_CLUSTER_LOGDIR"/slurmd-n*.log; }
 
 # check_resumed NAME REF: the job resumed from a periodic checkpoint and
 # ended with the reference digest.

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "signal/signal.h"
 
@@ -98,6 +100,30 @@ static void test_uncatchable_refused(void **state)
     assert_int_equal(rp__signal_install(SIGKILL), RP_ERR_INVALID_ARG);
 }
 
+/* A child forked after install (a DataLoader worker) has no stop to take:
+ * SIGTERM must end it as it would without ringpoint, and the parent is
+ * not told. */
+static void test_forked_child_dies_of_sigterm(void **state)
+{
+    pid_t pid;
+    int st;
+
+    (void)state;
+    assert_int_equal(rp__signal_install(SIGUSR2), RP_OK);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        raise(SIGTERM);
+        _exit(0); /* the handler only noted it: the old behaviour */
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGTERM);
+    assert_int_equal(rp__signal_pending(), 0);
+    raise(SIGTERM); /* the parent still takes it as a stop */
+    assert_int_equal(rp__signal_pending(), SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -107,6 +133,7 @@ int main(void)
         cmocka_unit_test_teardown(test_takes_over_and_restores, teardown),
         cmocka_unit_test_teardown(test_no_warning_signal, teardown),
         cmocka_unit_test_teardown(test_uncatchable_refused, teardown),
+        cmocka_unit_test_teardown(test_forked_child_dies_of_sigterm, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A rank that forks after rp_init (a DataLoader worker, a helper command):
+# ringpoint-fork-check (tests/slurm/fork_check.c) forks a child that
+# works and exits, one while a non-blocking allreduce is in flight, one
+# that execs a shell, and ones ended by SIGTERM and SIGUSR2; the children
+# must be refused every collective and checkpoint (not run them over the
+# parent's connections), have none of the library's threads, finalize
+# nothing, inherit none of rp_init's sockets across exec, and die of the
+# stop signals; the ranks then train on and checkpoint without a word of
+# error. Under srun (3 ranks on 2 nodes) and mpirun (3 ranks over TCP).
+# Before the fork guard: the children of two ranks ran an allreduce
+# together over their parents' channels, wrote a checkpoint, crashed in
+# UCX at rp_finalize, and ignored SIGTERM. The Python side (DataLoader
+# workers, os.fork) is python/tests/test_fork.py. About 15 s.
+. "$(dirname "$0")/../lib/harness.sh"
+
+export CHECK=$RP_PREFIX/libexec/ringpoint/ringpoint-fork-check
+export RP_WORK=$RP_CLUSTER_DIR/work/fork
+
+# check_output OUT: the verdict, and no error but the children's refusals.
+check_output() {
+    echo "$1"
+    assert_contains "$1" "fork-check: ok"
+    assert_not_contains "$(grep -v 'was forked from rank process' <<<"$1")" "error"
+    assert_contains "$1" "rp_allreduce: this process (pid"
+}
+
+test_fork_under_srun() {
+    local out
+    rm -rf "$RP_WORK/srun"
+    mkdir -p "$RP_WORK/srun"
+    out=$(RINGPOINT_COLL_TIMEOUT=30s srun -N2 -n3 -t 3 --ckpt-dir="$RP_WORK/srun" \
+        --ckpt-interval=0 "$CHECK" 2>&1)
+    check_output "$out"
+    [ ! -e "$RP_WORK/srun/step-000000000002" ] || fail "a child wrote a checkpoint"
+    ringpoint-ckpt verify "$RP_WORK/srun" 4
+}
+
+test_fork_under_mpirun_tcp() {
+    local out
+    rm -rf "$RP_WORK/mpirun"
+    mkdir -p "$RP_WORK/mpirun"
+    out=$(env -u SLURM_CONF RINGPOINT_COLL_TIMEOUT=30s timeout 120 mpirun \
+        --allow-run-as-root --oversubscribe -np 3 -x UCX_TLS=tcp,self \
+        -x RINGPOINT_CKPT_DIR="$RP_WORK/mpirun" -x RINGPOINT_COLL_TIMEOUT "$CHECK" 2>&1)
+    check_output "$out"
+    [ ! -e "$RP_WORK/mpirun/step-000000000002" ] || fail "a child wrote a checkpoint"
+}
+
+export PATH=$RP_PREFIX/bin:$PATH
+run_all
