@@ -178,6 +178,28 @@ DIR *rp__cat_opendir_at(int dfd, const char *dir)
     return d;
 }
 
+struct dirent *rp__cat_readdir(DIR *d, const char *dir, const char *sub,
+                               rp_status_t *rc_p)
+{
+    struct dirent *de;
+
+    for (;;) {
+        errno = 0;
+        de = readdir(d);
+        if (de == NULL) {
+            if (errno != 0) {
+                rp_error("%s%s%s: readdir: %s", dir, sub != NULL ? "/" : "",
+                         sub != NULL ? sub : "", strerror(errno));
+                *rc_p = RP_ERR_IO;
+            }
+            return NULL;
+        }
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            return de;
+        }
+    }
+}
+
 rp_status_t rp__cat_scan_fd(int dfd, const char *dir, bool full,
                             rp__ckpt_catalog_t *cat)
 {
@@ -191,20 +213,11 @@ rp_status_t rp__cat_scan_fd(int dfd, const char *dir, bool full,
     if (d == NULL) {
         return RP_ERR_IO;
     }
-    for (;;) {
+    while ((de = rp__cat_readdir(d, dir, NULL, &rc)) != NULL) {
         rp__ckpt_entry_t *e;
         uint64_t step;
         bool committed;
 
-        errno = 0;
-        de = readdir(d);
-        if (de == NULL) {
-            if (errno != 0) {
-                rp_error("%s: readdir: %s", dir, strerror(errno));
-                rc = RP_ERR_IO;
-            }
-            break;
-        }
         committed = rp__ckpt_parse_committed(de->d_name, &step);
         if (!committed && !rp__ckpt_parse_inflight(de->d_name, &step)) {
             continue;

@@ -46,6 +46,12 @@ rp_status_t rp__cat_validate_dirfd(int cfd, const char *name, bool full,
 /* catalog.c */
 /* Open a fresh directory stream on @dfd (independent of @dfd's offset). */
 DIR *rp__cat_opendir_at(int dfd, const char *dir);
+/* The next entry of @d other than "." and "..", or NULL at its end. A
+ * read error (not the end: readdir tells them apart only by errno) is
+ * logged, naming @dir, or @dir/@sub when @sub is not NULL, and sets
+ * *@rc_p to RP_ERR_IO. */
+struct dirent *rp__cat_readdir(DIR *d, const char *dir, const char *sub,
+                               rp_status_t *rc_p);
 /* Open the checkpoint root. RP_ERR_NOT_FOUND (unlogged) if missing. */
 rp_status_t rp__cat_open_root(const char *dir, int *dfd_p);
 /* rp__ckpt_catalog_scan on the root open at @dfd. */

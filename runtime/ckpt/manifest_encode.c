@@ -33,7 +33,7 @@ static uint64_t rp__mf_digits(uint64_t v)
 }
 
 /* "KEY VALUE\n" */
-static uint64_t rp__mf_key_line(unsigned key, uint64_t value)
+static uint64_t rp__mf_key_len(unsigned key, uint64_t value)
 {
     return strlen(rp__mf_keys[key]) + 1 + rp__mf_digits(value) + 1;
 }
@@ -73,7 +73,7 @@ uint64_t rp__mf_encoded_size(const rp__ckpt_manifest_t *m)
     for (i = 0; i < RP_MF_NKEYS; i++) {
         n += i == RP_MF_ID ? strlen(rp__mf_keys[i]) + 1 +
                                  2 * RP_CKPT_ID_SIZE + 1
-                           : rp__mf_key_line(i, header[i]);
+                           : rp__mf_key_len(i, header[i]);
     }
     for (i = 0; i < m->nregions; i++) {
         const rp__ckpt_region_t *rg = &m->regions[i];

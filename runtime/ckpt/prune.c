@@ -75,20 +75,7 @@ static rp_status_t rp__cat_purge(int dfd, const char *label, const char *name,
     for (pass = 0; pass < 4 && found && rc == RP_OK; pass++) {
         found = false;
         rewinddir(d);
-        for (;;) {
-            errno = 0;
-            de = readdir(d);
-            if (de == NULL) {
-                if (errno != 0) {
-                    rp_error("%s/%s: readdir: %s", label, name,
-                             strerror(errno));
-                    rc = RP_ERR_IO;
-                }
-                break;
-            }
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
-                continue;
-            }
+        while ((de = rp__cat_readdir(d, label, name, &rc)) != NULL) {
             found = true;
             rc = rp__cat_purge(dirfd(d), label, de->d_name, depth + 1);
             if (rc != RP_OK) {
@@ -169,16 +156,7 @@ static rp_status_t rp__cat_collect(int dfd, const char *dir,
     if (d == NULL) {
         return RP_ERR_IO;
     }
-    for (;;) {
-        errno = 0;
-        de = readdir(d);
-        if (de == NULL) {
-            if (errno != 0) {
-                rp_error("%s: readdir: %s", dir, strerror(errno));
-                rc = RP_ERR_IO;
-            }
-            break;
-        }
+    while ((de = rp__cat_readdir(d, dir, NULL, &rc)) != NULL) {
         if (!match(de->d_name)) {
             continue;
         }
@@ -245,6 +223,23 @@ rp_status_t rp__ckpt_prune(const char *dir, unsigned keep, bool full,
     return rp__ckpt_prune_report(dir, keep, full, removed_p, NULL, NULL);
 }
 
+/* The end of a removal pass over the root open at *@dfd_p: the
+ * .deleting-* leftovers swept (those of this pass included), the root
+ * closed, the count reported. Returns the pass's first error, else the
+ * sweep's. */
+static rp_status_t rp__cat_end_pass(int *dfd_p, const char *dir,
+                                    rp_status_t first, unsigned removed,
+                                    unsigned *removed_p)
+{
+    rp_status_t rc = rp__cat_sweep_deleting(*dfd_p, dir);
+
+    rp__cat_close_ro(dfd_p);
+    if (removed_p != NULL) {
+        *removed_p = removed;
+    }
+    return first != RP_OK ? first : rc;
+}
+
 rp_status_t rp__ckpt_prune_report(const char *dir, unsigned keep, bool full,
                                   unsigned *removed_p,
                                   rp__ckpt_prune_fn_t report, void *arg)
@@ -304,16 +299,8 @@ rp_status_t rp__ckpt_prune_report(const char *dir, unsigned keep, bool full,
             report(e, act, arg);
         }
     }
-    rc = rp__cat_sweep_deleting(dfd, dir);
-    if (first == RP_OK) {
-        first = rc;
-    }
     rp__ckpt_catalog_free(&cat);
-    rp__cat_close_ro(&dfd);
-    if (removed_p != NULL) {
-        *removed_p = removed;
-    }
-    return first;
+    return rp__cat_end_pass(&dfd, dir, first, removed, removed_p);
 
 err_dfd:
     rp__cat_close_ro(&dfd);
@@ -355,15 +342,7 @@ rp_status_t rp__ckpt_cleanup_inflight(const char *dir, unsigned *removed_p)
         }
     }
     rp__cat_free_names(names, n);
-    rc = rp__cat_sweep_deleting(dfd, dir);
-    if (first == RP_OK) {
-        first = rc;
-    }
-    rp__cat_close_ro(&dfd);
-    if (removed_p != NULL) {
-        *removed_p = removed;
-    }
-    return first;
+    return rp__cat_end_pass(&dfd, dir, first, removed, removed_p);
 
 err_dfd:
     rp__cat_close_ro(&dfd);

@@ -79,16 +79,10 @@ static void rp__rd_scatter(const rp__rd_t *r, uint64_t v, uint64_t n,
 
     for (i = 0; i < r->nreps && n > 0; i++) {
         const rp__rd_rep_t *p = &r->reps[i];
-        uint64_t s = v, t = v + n;
+        uint64_t s, t;
 
-        if (t <= p->voff || s >= p->voff + p->size) {
+        if (!rp__rd_clip(p, v, n, &s, &t)) {
             continue;
-        }
-        if (s < p->voff) {
-            s = p->voff;
-        }
-        if (t > p->voff + p->size) {
-            t = p->voff + p->size;
         }
         if (p->device) {
             rp__ckpt_devstage_in(r->e, (unsigned char *)p->addr +

@@ -55,6 +55,22 @@ typedef struct rp__rd_rep {
     bool device;      /* GPU memory (ckpt/devstage.h) */
 } rp__rd_rep_t;
 
+/* The part of restore-stream bytes [@v, @v + @n) that lies in region @p:
+ * false if none, else [*@s_p, *@t_p). The one region walk of the stripe
+ * read (reader_plan.c) and the scatter of the exchange (reader.c). */
+static inline bool rp__rd_clip(const rp__rd_rep_t *p, uint64_t v, uint64_t n,
+                               uint64_t *s_p, uint64_t *t_p)
+{
+    const uint64_t end = p->voff + p->size;
+
+    if (v + n <= p->voff || v >= end) {
+        return false;
+    }
+    *s_p = v < p->voff ? p->voff : v;
+    *t_p = v + n > end ? end : v + n;
+    return true;
+}
+
 typedef struct rp__rd_perrank {
     uint64_t off;     /* in the per-rank section */
     uint64_t size;

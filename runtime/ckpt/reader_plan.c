@@ -200,16 +200,10 @@ int rp__rd_read(rp__rd_t *r)
     /* My stripe of the restore stream, region by region. */
     for (i = 0; i < r->nreps; i++) {
         const rp__rd_rep_t *p = &r->reps[i];
-        uint64_t s = r->voff, t = r->voff + r->vlen;
+        uint64_t s, t;
 
-        if (t <= p->voff || s >= p->voff + p->size) {
+        if (!rp__rd_clip(p, r->voff, r->vlen, &s, &t)) {
             continue;
-        }
-        if (s < p->voff) {
-            s = p->voff;
-        }
-        if (t > p->voff + p->size) {
-            t = p->voff + p->size;
         }
         v = rp__rd_stream(r, p->old_off + (s - p->voff), t - s,
                          r->vbuf + (s - r->voff));
