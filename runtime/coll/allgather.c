@@ -82,5 +82,10 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     if (n == 1) {
         return RP_OK;
     }
+    if (c->shm != NULL && c->shm->cma) {
+        /* Larger than the segment's path takes: the peers read our block
+         * from our output, we theirs from theirs; one copy each. */
+        return rp__cma_allgather(c, recvbuf, bytes);
+    }
     return rp__ring_run(c, &ring, &rp_allgather_ops, &g);
 }

@@ -53,6 +53,11 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
         return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
                                  half_wire, algo == RP_COLL_ALGO_RD);
     }
+    if (c->shm != NULL && c->shm->cma) {
+        /* Larger: read the peers' data where it lies, the same again. */
+        return rp__cma_allreduce(c, sendbuf, recvbuf, count, dtype, op,
+                                 half_wire, algo == RP_COLL_ALGO_RD);
+    }
     if (algo == RP_COLL_ALGO_RD) {
         return rp__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op,
                                 half_wire);

@@ -70,5 +70,8 @@ rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
     if (c->shm != NULL && bytes <= c->shm_max) {
         return rp__shm_broadcast(c, buf, bytes, root);
     }
+    if (c->shm != NULL && c->shm->cma) {
+        return rp__cma_broadcast(c, buf, bytes, root);
+    }
     return rp__ring_run(c, &ring, &rp_bcast_ops, &b);
 }

@@ -88,9 +88,11 @@ static bool rp_tls_excludes_shm(void)
     return true;
 }
 
-rp_status_t rp__shm_env(bool *on_p)
+/* An on/off setting: 1 (default) or 0; @means: what 1 does. */
+static rp_status_t rp_switch_env(const char *name, const char *means,
+                                 bool *on_p)
 {
-    const char *v = getenv("RINGPOINT_COLL_SHM");
+    const char *v = getenv(name);
 
     *on_p = true;
     if (v == NULL || *v == '\0' || strcmp(v, "1") == 0) {
@@ -100,9 +102,15 @@ rp_status_t rp__shm_env(bool *on_p)
         *on_p = false;
         return RP_OK;
     }
-    rp_error("RINGPOINT_COLL_SHM='%s': expected 1 (use the node's shared "
-             "segment when all ranks share a node) or 0 (never)", v);
+    rp_error("%s='%s': expected 1 (%s) or 0 (never)", name, v, means);
     return RP_ERR_INVALID_ARG;
+}
+
+rp_status_t rp__shm_env(bool *on_p)
+{
+    return rp_switch_env("RINGPOINT_COLL_SHM",
+                         "use the node's shared segment when all ranks "
+                         "share a node", on_p);
 }
 
 static size_t rp_shm_map_bytes(int n, size_t slot)
@@ -193,6 +201,35 @@ static void rp_shm_layout(rp__shm_t *sh)
     sh->data = p;
 }
 
+/* Can every rank read every peer's memory (process_vm_readv)? The same
+ * answer on every rank: an allreduce over the transport. */
+static rp_status_t rp_cma_setup(rp_comm_t *c, rp__shm_t *sh, bool on)
+{
+    int32_t ok = on;
+    rp_status_t status;
+
+    for (int q = 0; q < sh->n && ok; q++) {
+        uint64_t addr;
+
+        memcpy(&addr, rp__shm_line(sh, q, 0)->data, sizeof(addr));
+        ok = q == sh->rank ||
+             rp__cma_probe(sh, q, (const void *)(uintptr_t)addr);
+        if (!ok) {
+            rp_debug("coll: cannot read rank %d's memory (pid %u): %s", q,
+                     sh->pids[q], sh->pids[q] == 0 ? "another pid namespace"
+                                                   : strerror(errno));
+        }
+    }
+    status = rp__comm_allreduce(c, &ok, &ok, 1, RP_DTYPE_INT32, RP_OP_MIN);
+    sh->cma = status == RP_OK && ok;
+    if (status == RP_OK && on && !ok && c->rank == 0) {
+        rp_info("coll: no single-copy reads between the ranks (a ptrace "
+                "restriction, or another pid namespace): collectives above "
+                "RINGPOINT_COLL_SHM_MAX use the transport");
+    }
+    return status;
+}
+
 rp_status_t rp__shm_setup(rp_comm_t *c)
 {
     const rp_bootstrap_t *bs = c->tp->bs;
@@ -201,7 +238,14 @@ rp_status_t rp__shm_setup(rp_comm_t *c)
     const bool on = c->shm_on;
     rp_status_t status, mine;
     int32_t ok;
+    uint64_t addr;
+    bool cma_on;
 
+    status = rp_switch_env("RINGPOINT_COLL_CMA",
+                           "let ranks read each other's buffers", &cma_on);
+    if (status != RP_OK) {
+        return status;
+    }
     /* Every rank sees the same environment and the same answer to "are
      * we all on one node", so every rank returns here alike. */
     if (!on || bs->local_size != c->size || rp_tls_excludes_shm()) {
@@ -257,6 +301,11 @@ rp_status_t rp__shm_setup(rp_comm_t *c)
         sh->pids[sh->rank] =
             hdr->pidns != 0 && hdr->pidns == rp_pidns() ? (uint32_t)getpid()
                                                         : 0;
+        /* What the peers' probe of cross-memory reads looks for, and
+         * where: in our first flag line, unused until the 8th step. */
+        sh->probe = (uint64_t)getpid() << 32 | RP_SHM_PROBE;
+        addr = (uint64_t)(uintptr_t)&sh->probe;
+        memcpy(rp__shm_line(sh, sh->rank, 0)->data, &addr, sizeof(addr));
     }
     /* Everyone mapped it, or nobody uses it. */
     ok = mine == RP_OK;
@@ -275,10 +324,16 @@ rp_status_t rp__shm_setup(rp_comm_t *c)
         rp__shm_destroy(sh);
         return RP_OK;
     }
+    /* Everyone posted its probe's address before the allreduce. */
+    status = rp_cma_setup(c, sh, cma_on);
+    if (status != RP_OK) {
+        goto err_unmap;
+    }
     c->shm = sh;
-    rp_debug("coll: shared segment of %zu bytes for %d ranks%s", sh->map_bytes,
-             sh->n, c->yield ? " (oversubscribed: waits yield, then sleep)"
-                             : "");
+    rp_debug("coll: shared segment of %zu bytes for %d ranks%s%s",
+             sh->map_bytes, sh->n,
+             sh->cma ? ", single-copy reads of the peers' buffers" : "",
+             c->yield ? " (oversubscribed: waits yield, then sleep)" : "");
     return RP_OK;
 
 err_unmap:
@@ -451,4 +506,20 @@ rp_status_t rp__shm_step(rp_comm_t *c, size_t bytes, char **slot_p)
     /* Nothing written, nothing to wait for: a post only moves the
      * counter on. */
     return status;
+}
+
+rp_status_t rp__shm_publish(rp_comm_t *c, const void *src, size_t len)
+{
+    char *slot;
+    rp_status_t status = rp__shm_step(c, src != NULL ? len : 0, &slot);
+
+    if (status != RP_OK) {
+        return status;
+    }
+    if (src != NULL) {
+        memcpy(rp__shm_data(c->shm, c->shm->rank, c->shm->step, len), src,
+               len);
+    }
+    rp__shm_post(c);
+    return RP_OK;
 }

@@ -25,6 +25,14 @@
  * wakes the sleepers. While asleep the wait checks the peer's pid, the
  * failure notices and the timeout, as the transport's waits do.
  *
+ * Larger collectives (above RINGPOINT_COLL_SHM_MAX) copy once instead of
+ * twice: a rank reads its peers' buffers where they lie with Linux's
+ * cross-memory attach (process_vm_readv, as UCX's cma transport and Open
+ * MPI's vader do), and the segment carries only the flags and the
+ * buffers' addresses (shm_cma.c). That needs the permission to read the
+ * peers (same user, no ptrace restriction in the way): probed at setup,
+ * used only if every rank can, RINGPOINT_COLL_CMA=0 turns it off.
+ *
  * The segment is used only when all ranks are on this node (the shared
  * path then covers everyone; the reductions evaluate, element by element,
  * the expression the transport's algorithm would, so the bits never depend
@@ -50,6 +58,8 @@ struct rp_comm;
 /* Flag lines and small slots per rank: steps a writer of small data may
  * run ahead. */
 #define RP_SHM_DEPTH 8
+/* The low half of the word the setup's probe reads (the pid: the high). */
+#define RP_SHM_PROBE 0x72706d61u /* "rpma" */
 /* Bytes of a small slot. */
 #define RP_SHM_SMALL 4096
 
@@ -73,6 +83,8 @@ typedef struct rp__shm {
     size_t direct_bytes; /* allreduce pieces every rank reduces whole */
     int n, rank;
     uint32_t step; /* this rank's current step */
+    bool cma;      /* every rank can read every peer (process_vm_readv) */
+    uint64_t probe; /* what the peers read to find out */
     const void **ptrs; /* [2n]: the reductions' operand lists */
 } rp__shm_t;
 
@@ -120,6 +132,9 @@ static inline char *rp__shm_slot(const rp__shm_t *sh, int q, uint32_t k)
 rp_status_t rp__shm_step(struct rp_comm *c, size_t bytes, char **slot_p);
 /* This rank's slot (if written) is ready for the current step. */
 void rp__shm_post(struct rp_comm *c);
+/* A step whose data is @len bytes of @src (none if NULL), where
+ * rp__shm_data puts them: begin it, copy, post. */
+rp_status_t rp__shm_publish(struct rp_comm *c, const void *src, size_t len);
 /* Wait until rank @q posted step @k. */
 rp_status_t rp__shm_wait(struct rp_comm *c, int q, uint32_t k);
 /* ... every other rank. */
@@ -137,5 +152,18 @@ rp_status_t rp__shm_broadcast(struct rp_comm *c, void *buf, size_t bytes,
 rp_status_t rp__shm_allgather(struct rp_comm *c, const void *sendbuf,
                               void *recvbuf, size_t bytes);
 rp_status_t rp__shm_barrier(struct rp_comm *c);
+
+/* The single-copy collectives (shm_cma.c), for c->shm->cma. Arguments
+ * checked, count/bytes > 0. Allgather: this rank's block is already in
+ * place in @recvbuf. */
+rp_status_t rp__cma_allreduce(struct rp_comm *c, const void *sendbuf,
+                              void *recvbuf, size_t count, rp_dtype_t dtype,
+                              rp_op_t op, bool half_wire, bool rd);
+rp_status_t rp__cma_broadcast(struct rp_comm *c, void *buf, size_t bytes,
+                              int root);
+rp_status_t rp__cma_allgather(struct rp_comm *c, void *recvbuf,
+                              size_t bytes);
+/* Setup: can this rank read rank @q's memory? (the probe) */
+bool rp__cma_probe(const rp__shm_t *sh, int q, const void *addr);
 
 #endif /* RP_COLL_SHM_H */

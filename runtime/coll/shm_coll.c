@@ -24,6 +24,7 @@
 #include "coll/chunk.h"
 #include "coll/comm.h"
 #include "coll/shm.h"
+#include "coll/shm_eval.h"
 #include "reduce/reduce.h"
 
 #include <stdint.h>
@@ -32,28 +33,15 @@
 /* Elements per pass of the expression: the temporaries stay in L1/L2. */
 #define RP_SHM_BLK 1024
 
-typedef struct rp_shm_ar {
-    int n;
-    size_t count, es, wes;
-    rp_dtype_t dtype, wtype;
-    rp_op_t op, rop;
-    bool half; /* widen to float32, round once */
-    bool rd;
-    const void **src; /* [n]: each rank's slot, holding the piece */
-    const void **v;   /* [n]: recursive doubling's operands */
-    size_t p0;        /* the piece's first element */
-    char *tmp;        /* scratch: p2 + n blocks of RP_SHM_BLK float32/wes */
-} rp_shm_ar_t;
-
 /* Rank q's elements from @i on (i within the piece). */
-static const char *rp_src(const rp_shm_ar_t *a, int q, size_t i)
+static const char *rp_src(const rp__shm_ar_t *a, int q, size_t i)
 {
     return (const char *)a->src[q] + (i - a->p0) * a->es;
 }
 
 /* AVG's division and the rounding of half types, on a finished block in
  * the working type (@acc) that ends in @dst. */
-static void rp_finish(const rp_shm_ar_t *a, void *acc, char *dst, size_t len)
+static void rp_finish(const rp__shm_ar_t *a, void *acc, char *dst, size_t len)
 {
     if (a->op == RP_OP_AVG) {
         rp__reduce_scale(a->wtype, acc, len, a->n);
@@ -64,7 +52,7 @@ static void rp_finish(const rp_shm_ar_t *a, void *acc, char *dst, size_t len)
 }
 
 /* Recursive doubling's value of elements [i, i + len), len <= BLK. */
-static void rp_eval_rd(const rp_shm_ar_t *a, size_t i, size_t len, char *dst)
+static void rp_eval_rd(const rp__shm_ar_t *a, size_t i, size_t len, char *dst)
 {
     const int n = a->n, p2 = rp__pow2_floor(n), rem = n - p2;
     const size_t blk = (size_t)RP_SHM_BLK * a->wes;
@@ -97,7 +85,7 @@ static void rp_eval_rd(const rp_shm_ar_t *a, size_t i, size_t len, char *dst)
 }
 
 /* The ring's value of elements [i, i + len) of block @b, len <= BLK. */
-static void rp_eval_ring(const rp_shm_ar_t *a, int b, size_t i, size_t len,
+static void rp_eval_ring(const rp__shm_ar_t *a, int b, size_t i, size_t len,
                          char *dst)
 {
     const int n = a->n;
@@ -122,8 +110,7 @@ static void rp_eval_ring(const rp_shm_ar_t *a, int b, size_t i, size_t len,
     rp_finish(a, dst, dst, len);
 }
 
-/* Elements [lo, lo + len) of the result into @dst. */
-static void rp_eval(const rp_shm_ar_t *a, size_t lo, size_t len, char *dst)
+void rp__shm_eval(const rp__shm_ar_t *a, size_t lo, size_t len, char *dst)
 {
     const size_t end = lo + len;
     size_t i = lo;
@@ -153,35 +140,17 @@ static void rp_eval(const rp_shm_ar_t *a, size_t lo, size_t len, char *dst)
     }
 }
 
-/* A step whose data is @len bytes of @src (none if NULL), where
- * rp__shm_data puts them: begin it, copy, post. */
-static rp_status_t rp_publish(rp_comm_t *c, const void *src, size_t len)
-{
-    char *slot;
-    rp_status_t status = rp__shm_step(c, src != NULL ? len : 0, &slot);
-
-    if (status != RP_OK) {
-        return status;
-    }
-    if (src != NULL) {
-        memcpy(rp__shm_data(c->shm, c->shm->rank, c->shm->step, len), src,
-               len);
-    }
-    rp__shm_post(c);
-    return RP_OK;
-}
-
 static size_t rp_min(size_t a, size_t b)
 {
     return a < b ? a : b;
 }
 
 /* A piece every rank reduces whole, straight from all the slots. */
-static rp_status_t rp_piece_whole(rp_comm_t *c, rp_shm_ar_t *a,
+static rp_status_t rp_piece_whole(rp_comm_t *c, rp__shm_ar_t *a,
                                   const char *in, char *out, size_t pn)
 {
     rp__shm_t *sh = c->shm;
-    rp_status_t status = rp_publish(c, in + a->p0 * a->es, pn * a->es);
+    rp_status_t status = rp__shm_publish(c, in + a->p0 * a->es, pn * a->es);
 
     if (status == RP_OK) {
         status = rp__shm_wait_all(c, sh->step);
@@ -192,14 +161,14 @@ static rp_status_t rp_piece_whole(rp_comm_t *c, rp_shm_ar_t *a,
     for (int q = 0; q < sh->n; q++) {
         a->src[q] = rp__shm_data(sh, q, sh->step, pn * a->es);
     }
-    rp_eval(a, a->p0, pn, out + a->p0 * a->es);
+    rp__shm_eval(a, a->p0, pn, out + a->p0 * a->es);
     return RP_OK;
 }
 
 /* A piece shared out: rank r reduces block r (rp__chunk_* over the
  * piece), its own input read where it lies, so only the other blocks go
  * through its slot; then the finished blocks go round. */
-static rp_status_t rp_piece_shared(rp_comm_t *c, rp_shm_ar_t *a,
+static rp_status_t rp_piece_shared(rp_comm_t *c, rp__shm_ar_t *a,
                                    const char *in, char *out, size_t pn)
 {
     rp__shm_t *sh = c->shm;
@@ -234,7 +203,7 @@ static rp_status_t rp_piece_shared(rp_comm_t *c, rp_shm_ar_t *a,
     for (int q = 0; q < n; q++) {
         a->src[q] = q == r && !inplace ? mine : rp__shm_slot(sh, q, k);
     }
-    rp_eval(a, a->p0 + off, cnt, res + off * es);
+    rp__shm_eval(a, a->p0 + off, cnt, res + off * es);
     status = rp__shm_step(c, SIZE_MAX, &slot);
     if (status != RP_OK) {
         return status;
@@ -256,32 +225,45 @@ static rp_status_t rp_piece_shared(rp_comm_t *c, rp_shm_ar_t *a,
     return RP_OK;
 }
 
-rp_status_t rp__shm_allreduce(rp_comm_t *c, const void *sendbuf,
-                              void *recvbuf, size_t count, rp_dtype_t dtype,
-                              rp_op_t op, bool half_wire, bool rd)
+rp_status_t rp__shm_ar_init(rp_comm_t *c, rp__shm_ar_t *a, size_t count,
+                            rp_dtype_t dtype, rp_op_t op, bool half_wire,
+                            bool rd)
 {
     rp__shm_t *sh = c->shm;
     const int n = sh->n;
     const bool half = rp__dtype_is_half(dtype) && !half_wire;
-    rp_shm_ar_t a = {
+    rp_status_t status;
+    void *p;
+
+    *a = (rp__shm_ar_t){
         .n = n, .count = count, .es = rp_dtype_size(dtype),
         .dtype = dtype, .wtype = half ? RP_DTYPE_FLOAT32 : dtype,
         .op = op, .rop = op == RP_OP_AVG ? RP_OP_SUM : op,
         .half = half, .rd = rd, .src = sh->ptrs, .v = sh->ptrs + n,
     };
-    const size_t piece = sh->slot_bytes / a.es;
-    rp_status_t status;
-    void *p;
-
-    a.wes = rp_dtype_size(a.wtype);
+    a->wes = rp_dtype_size(a->wtype);
     status = rp__comm_scratch(c, &c->tmp,
                               (size_t)(rp__pow2_floor(n) + n) * RP_SHM_BLK *
-                                  a.wes,
+                                  a->wes,
                               &p);
+    a->tmp = p;
+    return status;
+}
+
+rp_status_t rp__shm_allreduce(rp_comm_t *c, const void *sendbuf,
+                              void *recvbuf, size_t count, rp_dtype_t dtype,
+                              rp_op_t op, bool half_wire, bool rd)
+{
+    rp__shm_t *sh = c->shm;
+    rp__shm_ar_t a;
+    size_t piece;
+    rp_status_t status = rp__shm_ar_init(c, &a, count, dtype, op, half_wire,
+                                         rd);
+
     if (status != RP_OK) {
         return status;
     }
-    a.tmp = p;
+    piece = sh->slot_bytes / a.es;
     for (a.p0 = 0; a.p0 < count && status == RP_OK; a.p0 += piece) {
         const size_t pn = rp_min(count - a.p0, piece);
 
@@ -302,7 +284,7 @@ rp_status_t rp__shm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
     for (size_t off = 0; off < bytes; off += sh->slot_bytes) {
         size_t len = rp_min(bytes - off, sh->slot_bytes);
 
-        status = rp_publish(c, sh->rank == root ? data + off : NULL, len);
+        status = rp__shm_publish(c, sh->rank == root ? data + off : NULL, len);
         if (status != RP_OK) {
             return status;
         }
@@ -328,7 +310,7 @@ rp_status_t rp__shm_allgather(rp_comm_t *c, const void *sendbuf,
     for (size_t off = 0; off < bytes; off += sh->slot_bytes) {
         size_t len = rp_min(bytes - off, sh->slot_bytes);
 
-        status = rp_publish(c, in + off, len);
+        status = rp__shm_publish(c, in + off, len);
         if (status == RP_OK) {
             status = rp__shm_wait_all(c, sh->step);
         }
@@ -336,8 +318,15 @@ rp_status_t rp__shm_allgather(rp_comm_t *c, const void *sendbuf,
             return status;
         }
         for (int q = 0; q < sh->n; q++) {
-            memcpy(out + (size_t)q * bytes + off,
-                   rp__shm_data(sh, q, sh->step, len), len);
+            char *dst = out + (size_t)q * bytes + off;
+
+            /* Our own block straight from the input, still in cache from
+             * the publish, or nowhere when it is already in place. */
+            if (q != sh->rank) {
+                memcpy(dst, rp__shm_data(sh, q, sh->step, len), len);
+            } else if (dst != in + off) {
+                memcpy(dst, in + off, len);
+            }
         }
     }
     return RP_OK;
@@ -345,7 +334,7 @@ rp_status_t rp__shm_allgather(rp_comm_t *c, const void *sendbuf,
 
 rp_status_t rp__shm_barrier(rp_comm_t *c)
 {
-    rp_status_t status = rp_publish(c, NULL, 0);
+    rp_status_t status = rp__shm_publish(c, NULL, 0);
 
     return status != RP_OK ? status : rp__shm_wait_all(c, c->shm->step);
 }

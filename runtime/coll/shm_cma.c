@@ -1,0 +1,227 @@
+/*
+ * The single-copy collectives on one node (shm.h): each rank reads what it
+ * needs from its peers' own buffers with process_vm_readv, one copy by the
+ * kernel, where the segment's path copies into a slot and out again.
+ *
+ * The segment carries only flags and addresses. Every such collective
+ * begins with a step in which each rank posts its buffers' addresses in
+ * its flag line, and ends with a step that says "I have read all I need
+ * from you": a rank returns, and its caller may reuse the buffers, only
+ * once every peer it could be read by posted that. Waits and reads name a
+ * rank that died (the wait checks its pid; the read fails with ESRCH).
+ *
+ * Allreduce reads the peers' data where it lies: rank r evaluates block r
+ * of the result (the blocks rp__chunk_* cuts, as the ring does), a chunk
+ * at a time, from copies of the peers' chunks in its scratch and its own
+ * input, straight into its output; a step later every rank reads the
+ * other finished blocks out of their owners' outputs. The expression per
+ * element is the transport's (shm_eval.h), so are the bits.
+ */
+#include "config.h"
+
+#include "coll/chunk.h"
+#include "coll/comm.h"
+#include "coll/shm.h"
+#include "coll/shm_eval.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+
+/* Bytes of each peer's data read per pass of the allreduce: the copies
+ * and the operands of the expression stay in L2 (4 ranks: 512 KiB). */
+#define RP_CMA_CHUNK (128u * 1024)
+
+bool rp__cma_probe(const rp__shm_t *sh, int q, const void *addr)
+{
+    uint64_t v = 0;
+    struct iovec l = {&v, sizeof(v)}, r = {(void *)addr, sizeof(v)};
+
+    return sh->pids[q] != 0 &&
+           process_vm_readv((pid_t)sh->pids[q], &l, 1, &r, 1, 0) ==
+               (ssize_t)sizeof(v) &&
+           v == ((uint64_t)sh->pids[q] << 32 | RP_SHM_PROBE);
+}
+
+/* @len bytes at @src in rank @q's memory into @dst. */
+static rp_status_t rp_read(rp_comm_t *c, int q, void *dst, uintptr_t src,
+                           size_t len)
+{
+    const pid_t pid = (pid_t)c->shm->pids[q];
+    char *d = dst;
+
+    while (len > 0) {
+        struct iovec l = {d, len}, r = {(void *)src, len};
+        ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0 && errno == ESRCH) {
+            rp_error("%s: rank %d (pid %u on this node) has exited", c->op, q,
+                     (unsigned)pid);
+            return rp__comm_fail(c, RP_ERR_PEER_FAILED, q);
+        }
+        if (got <= 0) {
+            /* The address is the peer's own, posted this collective: a
+             * fault means its buffer went away under us. */
+            rp_error("%s: reading %zu bytes of rank %d's buffer (pid %u): %s",
+                     c->op, len, q, (unsigned)pid,
+                     got < 0 ? strerror(errno) : "nothing read");
+            return rp__comm_fail(c, RP_ERR_TRANSPORT, q);
+        }
+        d += got;
+        src += (uintptr_t)got;
+        len -= (size_t)got;
+    }
+    return RP_OK;
+}
+
+/* Post this rank's buffer addresses and wait for everyone's; @k_p: the
+ * step, where rp_addr finds them. */
+static rp_status_t rp_addrs(rp_comm_t *c, const void *a, const void *b,
+                            uint32_t *k_p)
+{
+    const uint64_t v[2] = {(uintptr_t)a, (uintptr_t)b};
+    rp_status_t status = rp__shm_publish(c, v, sizeof(v));
+
+    *k_p = c->shm->step;
+    return status != RP_OK ? status : rp__shm_wait_all(c, *k_p);
+}
+
+/* Rank @q's address @i (0 or 1) posted in step @k. */
+static uintptr_t rp_addr(const rp__shm_t *sh, int q, uint32_t k, int i)
+{
+    uint64_t v[2];
+
+    memcpy(v, rp__shm_data(sh, q, k, sizeof(v)), sizeof(v));
+    return (uintptr_t)v[i];
+}
+
+/* A step that carries nothing; with @wait, wait for everyone's too. */
+static rp_status_t rp_sync(rp_comm_t *c, bool wait)
+{
+    rp_status_t status = rp__shm_publish(c, NULL, 0);
+
+    if (status != RP_OK || !wait) {
+        return status;
+    }
+    return rp__shm_wait_all(c, c->shm->step);
+}
+
+rp_status_t rp__cma_broadcast(rp_comm_t *c, void *buf, size_t bytes,
+                              int root)
+{
+    rp__shm_t *sh = c->shm;
+    rp_status_t status;
+    uint32_t k;
+
+    if (sh->rank == root) {
+        /* Post the address, then stay until every reader is done. */
+        const uint64_t v[2] = {(uintptr_t)buf, 0};
+
+        status = rp__shm_publish(c, v, sizeof(v));
+        return status != RP_OK ? status : rp_sync(c, true);
+    }
+    status = rp__shm_publish(c, NULL, 0);
+    k = sh->step;
+    if (status == RP_OK) {
+        status = rp__shm_wait(c, root, k);
+    }
+    if (status == RP_OK) {
+        status = rp_read(c, root, buf, rp_addr(sh, root, k, 0), bytes);
+    }
+    /* Only the root waits for the last step: the others read nothing
+     * from each other. */
+    return status != RP_OK ? status : rp_sync(c, false);
+}
+
+rp_status_t rp__cma_allgather(rp_comm_t *c, void *recvbuf, size_t bytes)
+{
+    rp__shm_t *sh = c->shm;
+    const int n = sh->n, r = sh->rank;
+    char *out = recvbuf;
+    uint32_t k;
+    rp_status_t status = rp_addrs(c, out, NULL, &k);
+
+    /* Each peer's block where it lies in that peer's output, starting
+     * with the next rank so that not everyone reads rank 0 at once. */
+    for (int i = 1; i < n && status == RP_OK; i++) {
+        const int q = (r + i) % n;
+        const size_t off = (size_t)q * bytes;
+
+        status = rp_read(c, q, out + off, rp_addr(sh, q, k, 0) + off, bytes);
+    }
+    return status != RP_OK ? status : rp_sync(c, true);
+}
+
+rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
+                              void *recvbuf, size_t count, rp_dtype_t dtype,
+                              rp_op_t op, bool half_wire, bool rd)
+{
+    rp__shm_t *sh = c->shm;
+    const int n = sh->n, r = sh->rank;
+    const size_t off = rp__chunk_offset(count, n, r);
+    const size_t end = off + rp__chunk_count(count, n, r);
+    const char *in = sendbuf;
+    char *out = recvbuf, *scratch;
+    rp__shm_ar_t a;
+    size_t ch;
+    uint32_t k;
+    void *p;
+    rp_status_t status = rp__shm_ar_init(c, &a, count, dtype, op, half_wire,
+                                         rd);
+
+    if (status == RP_OK) {
+        status = rp__comm_scratch(c, &c->work, (size_t)n * RP_CMA_CHUNK, &p);
+    }
+    if (status == RP_OK) {
+        status = rp_addrs(c, sendbuf, recvbuf, &k);
+    }
+    if (status != RP_OK) {
+        return status;
+    }
+    scratch = p;
+    ch = RP_CMA_CHUNK / a.es;
+    /* Block r: the peers' chunks copied here, ours read where it lies
+     * unless the output overwrites it as the expression runs (in place). */
+    for (size_t lo = off; lo < end && status == RP_OK; lo += ch) {
+        const size_t len = end - lo < ch ? end - lo : ch;
+
+        for (int i = 0; i < n && status == RP_OK; i++) {
+            const int q = (r + i) % n;
+            char *copy = scratch + (size_t)q * RP_CMA_CHUNK;
+
+            a.src[q] = copy;
+            if (q != r) {
+                status = rp_read(c, q, copy, rp_addr(sh, q, k, 0) + lo * a.es,
+                                 len * a.es);
+            } else if (in == out) {
+                memcpy(copy, in + lo * a.es, len * a.es);
+            } else {
+                a.src[q] = in + lo * a.es;
+            }
+        }
+        if (status == RP_OK) {
+            a.p0 = lo;
+            rp__shm_eval(&a, lo, len, out + lo * a.es);
+        }
+    }
+    /* Our block is final; read the others' out of their outputs. The
+     * peers have read what they need of our input by then (they posted),
+     * so overwriting it in place is safe. */
+    if (status == RP_OK) {
+        status = rp_sync(c, true);
+    }
+    for (int i = 1; i < n && status == RP_OK; i++) {
+        const int q = (r + i) % n;
+        const size_t qoff = rp__chunk_offset(count, n, q);
+
+        status = rp_read(c, q, out + qoff * a.es,
+                         rp_addr(sh, q, k, 1) + qoff * a.es,
+                         rp__chunk_count(count, n, q) * a.es);
+    }
+    return status != RP_OK ? status : rp_sync(c, true);
+}
