@@ -51,6 +51,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/reduce/half.h runtime/reduce/kernels.h \
 	runtime/reduce/kernels_impl.h runtime/reduce/simd.h \
 	runtime/ckpt/budget.c runtime/ckpt/budget.h \
+	runtime/ckpt/watchdog.c runtime/ckpt/watchdog.h \
 	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
 	runtime/ckpt/catalog_int.h runtime/ckpt/validate.c \
 	runtime/ckpt/validate.h runtime/ckpt/verdict.c \

@@ -28,6 +28,7 @@
 #include "core/context.h"
 #include "ckpt/devstage.h"
 #include "ckpt/fileio.h"
+#include "ckpt/watchdog.h"
 #include "ringpoint/coll.h"
 #include "signal/signal.h"
 #include "util/log.h"
@@ -108,6 +109,12 @@ rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
     e = calloc(1, sizeof(*e));
     if (e == NULL) {
         rp_error("checkpoint: out of memory");
+        return NULL;
+    }
+    /* A bad bound is refused when the state is registered, not at the
+     * stop that needs it. */
+    if (rp__ckpt_timeout_env(&e->ckpt_timeout_ns) != RP_OK) {
+        free(e);
         return NULL;
     }
     /* Stop signals are watched from the moment the application registers
@@ -262,6 +269,38 @@ static bool rp_eng_write_failed(rp_status_t rc)
            rc != RP_ERR_MISMATCH;
 }
 
+/* The budget of a stop by @signo (the MAX of the ranks' flags: a signal
+ * number, or 1 for a stop asked for in code) as this rank sees it. */
+static void rp_eng_budget(const rp__ckpt_engine_t *e, int signo,
+                          rp__stop_budget_t *b)
+{
+    struct timespec ts;
+    int64_t now_ms;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    rp__stop_budget(&e->limits, signo > 1 ? signo : SIGTERM,
+                    e->ctx->settings.ckpt_signal,
+                    signo > 1 ? rp__signal_time_ms() : 0, now_ms, b);
+}
+
+/* Every rank bounds the waits of its own stop (watchdog.h): past the
+ * limit the process exits RP_EXIT_STOPPED, naming the directory. @signo as
+ * in rp_eng_budget; 0: no stop, RINGPOINT_CKPT_TIMEOUT alone. */
+static void rp_eng_watch(const rp__ckpt_engine_t *e, rp__ckpt_watchdog_t *wd,
+                         const char *what, uint64_t step, int signo)
+{
+    rp__stop_budget_t b;
+
+    if (signo != 0) {
+        rp_eng_budget(e, signo, &b);
+    }
+    rp__ckpt_watchdog_arm(wd, rp__ckpt_watchdog_limit_ns(e->ckpt_timeout_ns,
+                                                         signo != 0 ? &b
+                                                                    : NULL),
+                          what, e->dir, step);
+}
+
 /* Rank 0 weighs the time the stop has against its recent checkpoints, logs
  * the budget and decides (for all: a broadcast) whether the stop
  * checkpoint can be written. Collective; runs only when stopping. */
@@ -274,18 +313,12 @@ static rp_status_t rp_eng_stop_budget(rp__ckpt_engine_t *e, uint64_t step,
     if (e->rank == 0) {
         rp__stop_budget_t b;
         uint64_t est = 0;
-        struct timespec ts;
-        int64_t now_ms;
         unsigned i;
 
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
         for (i = 0; i < e->nrecent; i++) {
             est = e->recent_ns[i] > est ? e->recent_ns[i] : est;
         }
-        rp__stop_budget(&e->limits, signo > 1 ? signo : SIGTERM,
-                        e->ctx->settings.ckpt_signal,
-                        signo > 1 ? rp__signal_time_ms() : 0, now_ms, &b);
+        rp_eng_budget(e, signo, &b);
         skip = rp__stop_skip(&b, est);
         if (b.left_ms >= 0) {
             char slowest[64] = "no checkpoint measured yet";
@@ -320,6 +353,8 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
     int sig;
     bool due, stop, taken = false;
     rp_status_t rc, prev = RP_OK;
+    rp__ckpt_watchdog_t wd = {.started = false};
+    char what[64];
 
     if (result != NULL) {
         memset(result, 0, sizeof(*result));
@@ -365,6 +400,13 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
     e->last_step = step;
     stop = v[2] != 0;
     due = v[0] != 0 || v[1] != 0 || stop;
+    if (stop) {
+        /* From here on a stop waits for writes (one in flight, its own):
+         * bounded, so that a hung file system cannot hold it to SIGKILL. */
+        snprintf(what, sizeof(what), "stop at step %llu",
+                 (unsigned long long)step);
+        rp_eng_watch(e, &wd, what, step, (int)v[2]);
+    }
     if (e->pend.active && v[0] != 0 && v[1] == 0 && !stop && v[3] != 0) {
         /* A slow file system must not slow training down: a checkpoint
          * that the interval makes due while the last one is still being
@@ -391,6 +433,7 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
 
         rc = rp_eng_stop_budget(e, step, (int)v[2], &skip);
         if (rc != RP_OK) {
+            rp__ckpt_watchdog_disarm(&wd);
             return rc;
         }
         due = !skip;
@@ -425,6 +468,7 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
         e->stopped = true;
         e->stop_requested = 0;
         rp_eng_stop_pending = 0;
+        rp__ckpt_watchdog_disarm(&wd);
     }
     if (result != NULL) {
         result->checkpointed = taken;
@@ -512,9 +556,14 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
         return;
     }
     if (e->pend.active) {
+        rp__ckpt_watchdog_t wd;
+
         /* rp_finalize is collective: commit what is in flight, so a job
-         * that ends normally keeps its last checkpoint. */
+         * that ends normally keeps its last checkpoint; within
+         * RINGPOINT_CKPT_TIMEOUT when set. */
+        rp_eng_watch(e, &wd, "rp_finalize", e->pend.step, 0);
         (void)rp_eng_settle(e);
+        rp__ckpt_watchdog_disarm(&wd);
     }
     rp__ckpt_async_stop(e);
     rp__ckpt_prune_join(e);

@@ -175,6 +175,7 @@ typedef struct rp__ckpt_engine {
 
     /* the stop budget (rank 0 decides) */
     rp__job_limits_t limits;
+    uint64_t ckpt_timeout_ns; /* RINGPOINT_CKPT_TIMEOUT (watchdog.h); 0 */
     uint64_t recent_ns[RP_CKPT_RECENT]; /* begin to commit, newest last */
     unsigned nrecent;
     bool have_ckpt_step; /* the newest committed (or restored) checkpoint */

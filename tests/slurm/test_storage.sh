@@ -559,6 +559,43 @@ test_storage_slow_fs_stop_budget() {
     intact "$d" "20 25" 25
 }
 
+# A checkpoint directory whose file system hangs at the stop (each shard
+# write of the stop checkpoint of step 25 sleeps 10 minutes; those of 10
+# and 20 go through): the stop gives up within its budget instead of
+# waiting for SIGKILL. With the deadline known (time limit, KillWait 6 s)
+# that is the time left less a margin, 5 s; with none known,
+# RINGPOINT_CKPT_TIMEOUT (here 3 s, async writes). Each time the ranks name
+# the directory and the checkpoint they give up and exit RP_EXIT_STOPPED
+# (75), and step 20 stays intact: the next start removes the abandoned
+# in-flight directory and restores it. Before, both runs hung until
+# mpirun's timeout. About 15 s.
+test_storage_hung_fs_stop_bounded() {
+    local d out rc start rule="write:*/shard-*:delay=600000:5"
+    d=$(fresh hung-deadline)
+    start=$(date +%s)
+    rc=0
+    out=$(ck "$d" 0 RP_FAULTFS="$rule" RINGPOINT_CKPT_FAULT=stop:0:25 RINGPOINT_SLURM_KILL_WAIT=6 \
+        RINGPOINT_SLURM_END_TIME="$(date +%s)" -- train -n 30) || rc=$?
+    echo "$out"
+    assert_eq "$rc" 75 "exit status"
+    [ $(( $(date +%s) - start )) -lt 60 ] || fail "the stop took $(( $(date +%s) - start ))s"
+    assert_contains "$out" "stop at step 25: the checkpoint of step 25 in $d did not finish within 5.0 s"
+    out=$(ck "$d" 0 -- restore); echo "$out"
+    assert_contains "$out" "removed 1 leftover in-flight directory"
+    intact "$d" "10 20" 20
+    d=$(fresh hung-timeout)
+    start=$(date +%s)
+    rc=0
+    out=$(ck "$d" 1 RP_FAULTFS="$rule" RINGPOINT_CKPT_FAULT=stop:0:25 RINGPOINT_CKPT_TIMEOUT=3s \
+        -- train -n 30) || rc=$?
+    echo "$out"
+    assert_eq "$rc" 75 "exit status"
+    [ $(( $(date +%s) - start )) -lt 60 ] || fail "the stop took $(( $(date +%s) - start ))s"
+    assert_contains "$out" "stop at step 25: the checkpoint of step 25 in $d did not finish within 3.0 s"
+    out=$(ck "$d" 0 -- restore); echo "$out"
+    intact "$d" "10 20" 20
+}
+
 # On the cluster, end to end: a batch job of the example trainer (3 ranks,
 # 2 nodes, a checkpoint every 2 s) whose shard writes fail (EIO) from the
 # third on, gets the warning signal. The stop checkpoint cannot be

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ckpt/budget.h"
+#include "ckpt/watchdog.h"
 
 static rp__job_limits_t limits(int64_t kw, int64_t grace, int64_t end)
 {
@@ -119,6 +120,60 @@ static void test_warning_outside_srun(void **state)
     assert_non_null(strstr(msg, "srun"));
 }
 
+/* The bound of a stop's waits (watchdog.h): the time left less a margin
+ * when the deadline is certain, RINGPOINT_CKPT_TIMEOUT when set (the
+ * smaller of the two), nothing otherwise; a bad timeout is refused. */
+static void test_watchdog_limit(void **state)
+{
+    rp__stop_budget_t b = {.left_ms = 30000, .exact = true};
+    const uint64_t s = 1000000000ull;
+    uint64_t ns;
+
+    (void)state;
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 27 * s);
+    b.left_ms = 6000;
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 5 * s);
+    assert_true(rp__ckpt_watchdog_limit_ns(3 * s, &b) == 3 * s);
+    assert_true(rp__ckpt_watchdog_limit_ns(9 * s, &b) == 5 * s);
+    b.left_ms = 1000; /* half, when the margin would take more */
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == s / 2);
+    b.left_ms = 0;
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == s / 10);
+    b.exact = false; /* "at least": not guessed */
+    b.left_ms = 30000;
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 0);
+    assert_true(rp__ckpt_watchdog_limit_ns(4 * s, &b) == 4 * s);
+    assert_true(rp__ckpt_watchdog_limit_ns(0, NULL) == 0);
+    assert_true(rp__ckpt_watchdog_limit_ns(4 * s, NULL) == 4 * s);
+
+    unsetenv("RINGPOINT_CKPT_TIMEOUT");
+    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_OK);
+    assert_true(ns == 0);
+    setenv("RINGPOINT_CKPT_TIMEOUT", "2m", 1);
+    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_OK);
+    assert_true(ns == 120 * s);
+    setenv("RINGPOINT_CKPT_TIMEOUT", "0", 1);
+    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_ERR_INVALID_ARG);
+    setenv("RINGPOINT_CKPT_TIMEOUT", "soon", 1);
+    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_ERR_INVALID_ARG);
+    unsetenv("RINGPOINT_CKPT_TIMEOUT");
+}
+
+/* Armed and disarmed in time, the watchdog lets the process go on. */
+static void test_watchdog_disarmed_in_time(void **state)
+{
+    rp__ckpt_watchdog_t w;
+
+    (void)state;
+    rp__ckpt_watchdog_arm(&w, 60ull * 1000000000ull, "test", "/nowhere", 1);
+    assert_true(w.started);
+    rp__ckpt_watchdog_disarm(&w);
+    assert_false(w.started);
+    rp__ckpt_watchdog_arm(&w, 0, "test", "/nowhere", 1); /* no limit */
+    assert_false(w.started);
+    rp__ckpt_watchdog_disarm(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +183,8 @@ int main(void)
         cmocka_unit_test(test_warning_signal_counts_to_end_plus_killwait),
         cmocka_unit_test(test_without_the_plugin_nothing_is_known),
         cmocka_unit_test(test_warning_outside_srun),
+        cmocka_unit_test(test_watchdog_limit),
+        cmocka_unit_test(test_watchdog_disarmed_in_time),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
