@@ -169,7 +169,8 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_gpu.sh tests/slurm/test_horovod_example.sh \
 	tests/slurm/test_python.sh tests/slurm/test_storage.sh \
 	tests/slurm/test_netns.sh tests/slurm/test_flush.sh \
-	tests/slurm/test_node_faults.sh tests/slurm/test_fork.sh
+	tests/slurm/test_node_faults.sh tests/slurm/test_fork.sh \
+	tests/slurm/test_reinit.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
@@ -182,6 +183,12 @@ tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
 pkglibexec_PROGRAMS += tests/slurm/ringpoint-flush-check
 tests_slurm_ringpoint_flush_check_SOURCES = tests/slurm/flush_check.c
 tests_slurm_ringpoint_flush_check_LDADD = runtime/libringpoint.la
+
+# rp_init and rp_finalize again and again in one process
+# (tests/slurm/test_reinit.sh).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-reinit-check
+tests_slurm_ringpoint_reinit_check_SOURCES = tests/slurm/reinit_check.c
+tests_slurm_ringpoint_reinit_check_LDADD = runtime/libringpoint.la
 
 # The GPU path end to end (tests/slurm/test_gpu.sh): the NCCL id exchange
 # without a GPU, device collectives and checkpoints with one. Internals:

@@ -219,14 +219,10 @@ def test_numpy_errors():
 
 def test_shutdown_completes_handles_and_init_starts_again():
     r, n = hvd.rank(), hvd.size()
-    if n > 1:
-        # Known bug, open: a second rp_init in the same process under a
-        # PMIx launcher fails now and then (mpirun -np 3, 3 re-inits: 2-4
-        # runs of 8 on this machine, at the start of this session too): a
-        # rank gets a PMIx error or a peer's previous address. One rank
-        # failing here leaves the others hanging in every later test, so
-        # under a launcher this test waits for the fix.
-        pytest.skip("re-init under a PMIx launcher is unreliable (known bug)")
+    # Under a launcher too (tests/slurm/test_python.sh runs this file under
+    # srun and mpirun): a second rp_init in the same process used to fail
+    # now and then there (issue 15, the PMIx client closed and opened again
+    # racing with the other ranks' fence).
     x = torch.full((5,), float(r))
     h = hvd.allreduce_async_(x, op=hvd.Sum)
     hvd.shutdown()

@@ -42,6 +42,12 @@ struct rp_bootstrap {
     char node_name[RP_BOOTSTRAP_NAME_MAX];
     /* Job identity: Slurm job id, else the PMIx namespace, else "local". */
     char job_id[RP_BOOTSTRAP_NAME_MAX];
+    /* How many bootstraps of this kind this process started before this
+     * one (rp_init after rp_finalize). Keys published through it carry the
+     * number: the process manager keeps what an earlier context published,
+     * and a peer must never read that stale copy. Ranks that call rp_init
+     * equally often agree on it. */
+    unsigned generation;
     void *impl;
 };
 

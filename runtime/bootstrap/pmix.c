@@ -13,6 +13,10 @@
  * rank's data it fetched and answers later gets from it, even with
  * PMIX_GET_REFRESH_CACHE, so only a collecting fence brings the new
  * generation's keys.
+ *
+ * The PMIx client itself is opened by the first bootstrap and stays open
+ * until the process exits, however many contexts come and go; see
+ * rp_pmix_client below for why.
  */
 #include "config.h"
 
@@ -22,9 +26,11 @@
 #include "util/str.h"
 
 #include <pmix.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct rp_pmix {
     pmix_proc_t self;
@@ -60,15 +66,19 @@ static bool rp_pmix_value_to_u64(const pmix_value_t *val, uint64_t *out)
 }
 
 /* Read an unsigned key. Fails quietly (returns false) so callers can fall
- * back to Slurm's variables where a server does not publish the key. */
+ * back to Slurm's variables where a server does not publish the key; what
+ * PMIx said goes to *@rc_p for those that cannot. */
 static bool rp_pmix_get_u64(const pmix_proc_t *proc, const char *key,
-                            uint64_t *out)
+                            uint64_t *out, pmix_status_t *rc_p)
 {
     pmix_value_t *val = NULL;
     pmix_status_t rc;
     bool ok;
 
     rc = PMIx_Get(proc, key, NULL, 0, &val);
+    if (rc_p != NULL) {
+        *rc_p = rc;
+    }
     if (rc != PMIX_SUCCESS || val == NULL) {
         return false;
     }
@@ -105,9 +115,6 @@ static rp_status_t rp_pmix_put(rp_bootstrap_t *bs, const char *key,
     return RP_OK;
 }
 
-/* Bootstraps started in this process so far (see the top). */
-static unsigned rp_pmix_inits;
-
 static rp_status_t rp_pmix_fence(rp_bootstrap_t *bs)
 {
     rp_pmix_t *p = bs->impl;
@@ -118,7 +125,8 @@ static rp_status_t rp_pmix_fence(rp_bootstrap_t *bs)
 
     rc = PMIx_Commit();
     if (rc != PMIX_SUCCESS) {
-        rp_error("bootstrap: PMIx_Commit failed: %s", PMIx_Error_string(rc));
+        rp_error("bootstrap: PMIx_Commit failed (rp_init #%u of this "
+                 "process): %s", bs->generation + 1, PMIx_Error_string(rc));
         return RP_ERR_BOOTSTRAP;
     }
     PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
@@ -127,7 +135,9 @@ static rp_status_t rp_pmix_fence(rp_bootstrap_t *bs)
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (rc != PMIX_SUCCESS) {
-        rp_error("bootstrap: PMIx_Fence failed: %s%s", PMIx_Error_string(rc),
+        rp_error("bootstrap: PMIx_Fence(%s) failed (rp_init #%u of this "
+                 "process): %s%s", collect ? "collecting data" : "no data",
+                 bs->generation + 1, PMIx_Error_string(rc),
                  rc == PMIX_ERR_TIMEOUT ?
                  " (a rank did not arrive within RINGPOINT_BOOTSTRAP_TIMEOUT)" :
                  "");
@@ -178,13 +188,9 @@ static rp_status_t rp_pmix_get(rp_bootstrap_t *bs, int rank, const char *key,
     return RP_OK;
 }
 
+/* The client stays open (see rp_pmix_client): only this bootstrap goes. */
 static void rp_pmix_finalize(rp_bootstrap_t *bs)
 {
-    pmix_status_t rc = PMIx_Finalize(NULL, 0);
-
-    if (rc != PMIX_SUCCESS) {
-        rp_warn("bootstrap: PMIx_Finalize failed: %s", PMIx_Error_string(rc));
-    }
     free(bs->impl);
     bs->impl = NULL;
 }
@@ -203,14 +209,17 @@ static rp_status_t rp_pmix_identity(rp_bootstrap_t *bs, rp_pmix_t *p)
 {
     pmix_proc_t wild;
     pmix_value_t *val = NULL;
+    pmix_status_t rc;
     uint64_t v;
     const char *job;
 
     PMIX_PROC_LOAD(&wild, p->self.nspace, PMIX_RANK_WILDCARD);
     bs->rank = (int)p->self.rank;
-    if (!rp_pmix_get_u64(&wild, PMIX_JOB_SIZE, &v) || v == 0 || v > INT32_MAX) {
-        rp_error("bootstrap: the PMIx server did not publish a valid "
-                 "PMIX_JOB_SIZE");
+    if (!rp_pmix_get_u64(&wild, PMIX_JOB_SIZE, &v, &rc) || v == 0 ||
+        v > INT32_MAX) {
+        rp_error("bootstrap: PMIx_Get(%s) gave no valid job size: %s",
+                 PMIX_JOB_SIZE, rc != PMIX_SUCCESS ? PMIx_Error_string(rc) :
+                 "a value of an unexpected type or out of range");
         return RP_ERR_BOOTSTRAP;
     }
     bs->size = (int)v;
@@ -220,21 +229,21 @@ static rp_status_t rp_pmix_identity(rp_bootstrap_t *bs, rp_pmix_t *p)
         return RP_ERR_BOOTSTRAP;
     }
 
-    if (rp_pmix_get_u64(&p->self, PMIX_LOCAL_RANK, &v) ||
+    if (rp_pmix_get_u64(&p->self, PMIX_LOCAL_RANK, &v, NULL) ||
         rp_env_u64("SLURM_LOCALID", &v)) {
         bs->local_rank = (int)v;
     }
-    if (rp_pmix_get_u64(&wild, PMIX_LOCAL_SIZE, &v) ||
+    if (rp_pmix_get_u64(&wild, PMIX_LOCAL_SIZE, &v, NULL) ||
         rp_env_u64("SLURM_NTASKS_PER_NODE", &v)) {
         bs->local_size = (int)v;
     } else {
         bs->local_size = 1;
     }
-    if (rp_pmix_get_u64(&p->self, PMIX_NODEID, &v) ||
+    if (rp_pmix_get_u64(&p->self, PMIX_NODEID, &v, NULL) ||
         rp_env_u64("SLURM_NODEID", &v)) {
         bs->node_id = (int)v;
     }
-    if (rp_pmix_get_u64(&wild, PMIX_NUM_NODES, &v) ||
+    if (rp_pmix_get_u64(&wild, PMIX_NUM_NODES, &v, NULL) ||
         rp_env_u64("SLURM_NNODES", &v)) {
         bs->node_count = (int)v;
     } else {
@@ -258,10 +267,95 @@ static rp_status_t rp_pmix_identity(rp_bootstrap_t *bs, rp_pmix_t *p)
     return RP_OK;
 }
 
+/*
+ * The PMIx client of this process: opened by the first bootstrap, closed
+ * when the process exits (or the library is unloaded), never in between.
+ * Closing it in rp_finalize and opening it again in the next rp_init raced
+ * with the other ranks of the node: a PMIx server that loses a client's
+ * connection while a fence of that client's namespace is in progress
+ * counts the client out of that fence (lost_connection() in PMIx 4.2's
+ * ptl_base_sendrecv.c). A rank that had already re-initialized and
+ * entered the next fence while a slower one was still inside
+ * PMIx_Finalize got that fence back as "PARTIAL SUCCESS", or saw it
+ * complete without the slow rank, whose own fence then waited alone until
+ * the timeout: 3 runs in 10 of 3 ranks re-initializing 3 times under
+ * mpirun, and the same server code runs inside Slurm's PMIx plugin. A
+ * client that stays connected leaves nothing to race: each rp_init is one
+ * more Put/Commit/Fence under keys of its own generation.
+ */
+static struct {
+    pthread_mutex_t lock;
+    bool open;
+    bool exit_hook;
+    pid_t pid;         /* the opener: a forked child must not close it */
+    pmix_proc_t self;
+    unsigned sessions; /* bootstraps started so far */
+} rp_pmix_client = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* At exit, or when the library is unloaded (atexit() from a shared library
+ * registers against it): a launcher counts a process that exits with its
+ * client still connected as one that died without finalizing. */
+static void rp_pmix_client_close(void)
+{
+    pmix_status_t rc;
+
+    pthread_mutex_lock(&rp_pmix_client.lock);
+    if (rp_pmix_client.open && rp_pmix_client.pid == getpid()) {
+        rc = PMIx_Finalize(NULL, 0);
+        if (rc != PMIX_SUCCESS) {
+            rp_warn("bootstrap: PMIx_Finalize failed: %s",
+                    PMIx_Error_string(rc));
+        }
+    }
+    rp_pmix_client.open = false;
+    pthread_mutex_unlock(&rp_pmix_client.lock);
+}
+
+/* Open the client if this is the first bootstrap; count the session. */
+static rp_status_t rp_pmix_client_open(pmix_proc_t *self, unsigned *gen_p)
+{
+    rp_status_t status = RP_OK;
+    pmix_status_t rc;
+
+    pthread_mutex_lock(&rp_pmix_client.lock);
+    if (rp_pmix_client.open && rp_pmix_client.pid != getpid()) {
+        rp_error("bootstrap: this process was forked from rank %u, whose "
+                 "PMIx connection it cannot use; call rp_init in the "
+                 "launched process, not in a forked child",
+                 (unsigned)rp_pmix_client.self.rank);
+        status = RP_ERR_BOOTSTRAP;
+        goto out;
+    }
+    if (!rp_pmix_client.open) {
+        rc = PMIx_Init(&rp_pmix_client.self, NULL, 0);
+        if (rc != PMIX_SUCCESS) {
+            rp_error("bootstrap: PMIx_Init failed: %s (PMIX_NAMESPACE is "
+                     "set, so a PMIx server was expected; with srun use "
+                     "--mpi=pmix)", PMIx_Error_string(rc));
+            status = RP_ERR_BOOTSTRAP;
+            goto out;
+        }
+        rp_pmix_client.open = true;
+        rp_pmix_client.pid = getpid();
+        if (!rp_pmix_client.exit_hook) {
+            rp_pmix_client.exit_hook = atexit(rp_pmix_client_close) == 0;
+            if (!rp_pmix_client.exit_hook) {
+                rp_warn("bootstrap: cannot register the PMIx_Finalize at "
+                        "exit; the launcher may report this process as "
+                        "having exited without finalizing");
+            }
+        }
+    }
+    *self = rp_pmix_client.self;
+    *gen_p = rp_pmix_client.sessions++;
+out:
+    pthread_mutex_unlock(&rp_pmix_client.lock);
+    return status;
+}
+
 rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
 {
     rp_pmix_t *p;
-    pmix_status_t rc;
     const char *env;
     uint64_t v;
     rp_status_t status;
@@ -271,9 +365,6 @@ rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
         rp_error("bootstrap: out of memory");
         return RP_ERR_NO_MEMORY;
     }
-    env = getenv("RINGPOINT_PMIX_COLLECT");
-    p->collect = (env != NULL && strcmp(env, "1") == 0) || rp_pmix_inits > 0;
-    rp_pmix_inits++;
     p->timeout_s = 120;
     env = getenv("RINGPOINT_BOOTSTRAP_TIMEOUT");
     if (env != NULL) {
@@ -293,24 +384,21 @@ rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
         p->timeout_s = (int)v;
     }
 
-    rc = PMIx_Init(&p->self, NULL, 0);
-    if (rc != PMIX_SUCCESS) {
-        rp_error("bootstrap: PMIx_Init failed: %s (PMIX_NAMESPACE is set, so "
-                 "a PMIx server was expected; with srun use --mpi=pmix)",
-                 PMIx_Error_string(rc));
-        status = RP_ERR_BOOTSTRAP;
+    status = rp_pmix_client_open(&p->self, &bs->generation);
+    if (status != RP_OK) {
         goto err_free;
     }
+    env = getenv("RINGPOINT_PMIX_COLLECT");
+    p->collect = (env != NULL && strcmp(env, "1") == 0) || bs->generation > 0;
     bs->ops = &rp_pmix_ops;
     bs->impl = p;
     status = rp_pmix_identity(bs, p);
     if (status != RP_OK) {
-        goto err_finalize;
+        goto err_impl;
     }
     return RP_OK;
 
-err_finalize:
-    PMIx_Finalize(NULL, 0);
+err_impl:
     bs->impl = NULL;
 err_free:
     free(p);

@@ -11,8 +11,9 @@
 
 #include "bootstrap/bootstrap.h"
 
+/* Followed by ".<generation>" of the bootstrap (see bootstrap.h). */
 #define RP_PEER_CARD_KEY   "ringpoint.card"
-#define RP_PEER_CARD_MAGIC 0x72706331u /* "rpc1" */
+#define RP_PEER_CARD_MAGIC 0x72706332u /* "rpc2" */
 
 typedef struct rp_peer_card {
     uint32_t magic;
@@ -20,6 +21,7 @@ typedef struct rp_peer_card {
     uint32_t size;
     uint32_t pid;
     uint32_t node_id;
+    uint32_t generation; /* the bootstrap's: which rp_init of the process */
     char node_name[RP_BOOTSTRAP_NAME_MAX];
 } rp_peer_card_t;
 

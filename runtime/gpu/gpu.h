@@ -200,7 +200,7 @@ int rp__gpu_list_count(const char *list);
 struct rp_bootstrap;
 
 /* The id's exchange key for communicator generation @gen. */
-void rp__gpu_uid_key(unsigned gen, char *buf, size_t len);
+void rp__gpu_uid_key(unsigned bs_gen, unsigned gen, char *buf, size_t len);
 
 /* Collective over the bootstrap: rank 0 publishes @uid (@len bytes), every
  * rank fences and reads rank 0's bytes into @uid. A length that differs

@@ -17,9 +17,11 @@
 #include "bootstrap/bootstrap.h"
 #include "util/log.h"
 
-void rp__gpu_uid_key(unsigned gen, char *buf, size_t len)
+/* The bootstrap's generation too: the PMIx client outlives a context, so
+ * the first communicator of the next rp_init must not read this one's. */
+void rp__gpu_uid_key(unsigned bs_gen, unsigned gen, char *buf, size_t len)
 {
-    snprintf(buf, len, "ringpoint.nccl.uid.%u", gen);
+    snprintf(buf, len, "ringpoint.nccl.uid.%u.%u", bs_gen, gen);
 }
 
 rp_status_t rp__gpu_uid_exchange(rp_bootstrap_t *bs, unsigned gen, void *uid,
@@ -30,7 +32,7 @@ rp_status_t rp__gpu_uid_exchange(rp_bootstrap_t *bs, unsigned gen, void *uid,
     size_t got = 0;
     rp_status_t rc;
 
-    rp__gpu_uid_key(gen, key, sizeof(key));
+    rp__gpu_uid_key(bs->generation, gen, key, sizeof(key));
     if (bs->rank == 0) {
         rc = bs->ops->put(bs, key, uid, len);
         if (rc != RP_OK) {

@@ -40,14 +40,13 @@
 
 #include <ucp/api/ucp.h>
 
-/* The key of a transport's address is "ringpoint.ucx.addr.<generation>":
- * a process that finalizes and initializes again (ringpoint.torch's
- * shutdown() then init()) publishes under a new key, because Slurm's PMIx
- * server caches a peer's data at the first fetch and would hand out the
- * first context's stale addresses under the old one. Every rank creates
- * its transports in the same order, so generations agree. */
+/* The key of a transport's address is "ringpoint.ucx.addr.<generation>",
+ * the bootstrap's: a process that finalizes and initializes again
+ * (ringpoint.torch's shutdown() then init()) publishes under a new key,
+ * because the PMIx client and server keep a peer's data once fetched and
+ * would hand out the first context's stale address (a destroyed worker's:
+ * "shmat ... Invalid argument") under the old one. */
 #define RP_UCX_ADDR_KEY "ringpoint.ucx.addr"
-static unsigned rp_ucx_generation;
 /* How long rp__transport_destroy waits for endpoints to flush before it
  * closes them by force (a peer that died never answers a flush). */
 #define RP_UCX_CLOSE_TIMEOUT_NS (2ULL * 1000 * 1000 * 1000)
@@ -842,7 +841,7 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     memcpy(blob + sizeof(ucx->card), addr, addr_len);
     ucp_worker_release_address(ucx->worker, addr);
     snprintf(ucx->key, sizeof(ucx->key), "%s.%u", RP_UCX_ADDR_KEY,
-             rp_ucx_generation++);
+             bs->generation);
     status = bs->ops->put(bs, ucx->key, blob,
                           sizeof(ucx->card) + addr_len);
     free(blob);

@@ -134,8 +134,10 @@ static void test_uid_exchange_single(void **state)
     memcpy(uid, want, sizeof(uid));
     assert_int_equal(rp__gpu_uid_exchange(bs, 1, uid, sizeof(uid)), RP_OK);
     assert_memory_equal(uid, want, sizeof(uid));
-    rp__gpu_uid_key(0, k0, sizeof(k0));
-    rp__gpu_uid_key(1, k1, sizeof(k1));
+    rp__gpu_uid_key(0, 0, k0, sizeof(k0));
+    rp__gpu_uid_key(0, 1, k1, sizeof(k1));
+    assert_string_not_equal(k0, k1);
+    rp__gpu_uid_key(1, 0, k1, sizeof(k1));
     assert_string_not_equal(k0, k1);
     rp__bootstrap_finalize(bs);
 }
