@@ -84,6 +84,26 @@ test_srun_collected_exchange() {
     check_ranks "$out" 4 2 3600
 }
 
+test_srun_same_host_nodes_rendezvous() {
+    local out
+    # The slurmd "nodes" of this cluster share one host, so UCX reaches
+    # them through shared memory: the transport must not take the TCP
+    # rendezvous threshold (256k), whose eager 128 KiB ring segments
+    # stalled in UCX's shared-memory FIFO (issue 13: a restore's exchange
+    # 10x slower). With one rank per node too, and 256k where UCX_TLS
+    # leaves TCP alone.
+    out=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 ringpoint-info 2>&1)
+    echo "$out"
+    assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 64k')" 4
+    out=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n2 ringpoint-info 2>&1)
+    echo "$out"
+    assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 64k')" 2
+    out=$(UCX_TLS=tcp,self RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 \
+        ringpoint-info 2>&1)
+    echo "$out"
+    assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 256k')" 4
+}
+
 test_srun_without_pmix_is_refused() {
     local out
     if out=$(srun --mpi=none -N2 -n2 ringpoint-info --rank 2>&1); then
