@@ -39,8 +39,11 @@ void rp__fork_fds_free(rp__fork_fds_t *fds);
  * connected sockets, its shared memory) close-on-exec, so that a command
  * the rank runs (system(), popen, fork and exec) does not keep them open:
  * a rank that dies must close its connections, or its peers notice only
- * at a timeout. Descriptors UCX opens later (a connection accepted after
- * rp_init) are its own business. */
+ * at a timeout. Descriptors UCX opens later (a connection it accepts or
+ * makes after rp_init) are not marked: telling them from the
+ * application's would take guesses, and such a leak only delays the
+ * peers' verdict to RINGPOINT_PEER_TIMEOUT (the liveness socket is
+ * close-on-exec). */
 void rp__fork_guard_init(const rp__fork_fds_t *before);
 
 /* Whether this process is a child forked after rp__fork_guard_init. */

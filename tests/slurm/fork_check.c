@@ -12,9 +12,11 @@
  *          which runs the atexit handlers and library destructors;
  *   inflight the same while a large non-blocking allreduce of the parent
  *          is in flight on its progress thread;
- *   exec   a child that execs a shell: it must not inherit the sockets
- *          rp_init opened (PMIx's, UCX's: close-on-exec), or a dead rank's
- *          connections would stay open while the command runs;
+ *   exec   a child that execs a shell: it must not inherit the listening
+ *          and local sockets rp_init opened (UCX's: close-on-exec), or a
+ *          dead rank's endpoints would stay open while the command runs
+ *          (connections UCX accepts after rp_init may still be inherited:
+ *          doc/reliability.md);
  *   term   a child that waits: SIGTERM must end it (ringpoint's stop
  *          handler would only note the signal), and the warning signal
  *          (SIGUSR2) likewise; the parent's next rp_step sees no stop.
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,9 +195,27 @@ static int fork_inflight(rp_context_h ctx, double *state, float *big,
     return rc;
 }
 
-/* The sockets this process holds ("socket:[INODE]" joined by '|'), and
- * whether @before ("" or such a list) lacks each. */
-static void list_sockets(char *out, size_t len, const char *before)
+/* Whether descriptor @name of this process is a listening or a local
+ * (AF_UNIX) socket. */
+static int listening_or_local(const char *name)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof(sa);
+    int fd = atoi(name), on = 0;
+    socklen_t onlen = sizeof(on);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &onlen) == 0 && on) {
+        return 1;
+    }
+    return getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 &&
+           sa.ss_family == AF_UNIX;
+}
+
+/* The sockets this process holds ("socket:[INODE]" joined by '|') that
+ * @before ("" or such a list) lacks; with @only_fixed, only listening and
+ * local ones. */
+static void list_sockets(char *out, size_t len, const char *before,
+                         int only_fixed)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
@@ -211,7 +232,8 @@ static void list_sockets(char *out, size_t len, const char *before)
         }
         link[n] = '\0';
         if (strncmp(link, "socket:", 7) != 0 || strstr(before, link) != NULL ||
-            used + (size_t)n + 2 >= len) {
+            used + (size_t)n + 2 >= len ||
+            (only_fixed && !listening_or_local(e->d_name))) {
             continue;
         }
         used += (size_t)snprintf(out + used, len - used, "%s%s",
@@ -311,11 +333,11 @@ int main(void)
     int bad;
 
     big = malloc(BIG * sizeof(float));
-    list_sockets(before, sizeof(before), "");
+    list_sockets(before, sizeof(before), "", 0);
     if (big == NULL || rp_init(NULL, &ctx) != RP_OK) {
         return 2;
     }
-    list_sockets(ours, sizeof(ours), before);
+    list_sockets(ours, sizeof(ours), before, 1);
     memset(&attr, 0, sizeof(attr));
     attr.field_mask = RP_CONTEXT_ATTR_FIELD_RANK | RP_CONTEXT_ATTR_FIELD_SIZE;
     if (rp_context_query(ctx, &attr) != RP_OK || attr.size < 2) {

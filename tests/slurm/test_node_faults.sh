@@ -61,13 +61,16 @@ with_slurmd_timeout() {
 }
 
 test_slurmd_killed_and_back_training_goes_on() {
-    local ref jid out
+    local ref jid out t0
     trap 'cluster start-node n2 || true' EXIT
+    wait_node n2 idle 60 # responding again after the test before
     ref=$(reference)
     jid=$(submit slurmd-back --requeue --ckpt-interval=2)
     wait_training slurmd-back
     cluster kill-slurmd n2
+    t0=$(date +%s)
     wait_node n2 'allocated*' 60 # slurmctld's ping went unanswered
+    echo "n2 not responding $(($(date +%s) - t0)) s after slurmd died"
     # The tasks and step daemons of n2 went on meanwhile.
     task_pid "$jid" 2 >/dev/null || fail "rank 2 died with slurmd"
     cluster start-node n2
@@ -90,6 +93,8 @@ test_slurmd_dead_past_timeout_requeues_and_resumes() {
     wait_training slurmd-gone
     cluster kill-slurmd n2
     t0=$(date +%s)
+    wait_node n2 'down*' 90
+    echo "n2 down $(($(date +%s) - t0)) s after slurmd died"
     wait_restarts "$jid" 1 90
     echo "requeued $(($(date +%s) - t0)) s after slurmd died"
     assert_eq "$(node_state n2)" 'down*'
@@ -110,7 +115,7 @@ test_slurmd_dead_past_timeout_requeues_and_resumes() {
 }
 
 test_node_reboot_mid_write_resumes_from_previous() {
-    local ref jid out ck
+    local ref jid out ck t0
     with_site_args requeue_failed=yes
     trap 'cp "$RP_WORK/plugstack.saved" "$RP_PLUGSTACK"; cluster start-node n2 || true' EXIT
     ref=$(reference)
@@ -126,7 +131,9 @@ test_node_reboot_mid_write_resumes_from_previous() {
     assert_contains "$(cat "$RP_WORK/reboot.out")" "faultfs: write"
     sleep 1
     cluster crash-node n2
+    t0=$(date +%s)
     wait_restarts "$jid" 1 60
+    echo "requeued $(($(date +%s) - t0)) s after the crash"
     wait_srun_gone "$jid"
     # What the crash left: step 100 complete, step 150 never committed.
     ringpoint-ckpt verify "$ck" 100 || fail "step 100 does not verify"
