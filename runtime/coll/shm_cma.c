@@ -26,6 +26,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -43,6 +44,25 @@ bool rp__cma_probe(const rp__shm_t *sh, int q, const void *addr)
            process_vm_readv((pid_t)sh->pids[q], &l, 1, &r, 1, 0) ==
                (ssize_t)sizeof(v) &&
            v == ((uint64_t)sh->pids[q] << 32 | RP_SHM_PROBE);
+}
+
+/* How long a reader whose peer's buffer vanished waits for the failure
+ * notice that peer sent before it left (rp__comm_fail). */
+#define RP_CMA_NOTICE_WAIT_NS (2ull * 1000000000ull)
+
+/* Does a failure notice arrive within RP_CMA_NOTICE_WAIT_NS? */
+static bool rp_notice_soon(rp_comm_t *c)
+{
+    const uint64_t end = rp__comm_now_ns() + RP_CMA_NOTICE_WAIT_NS;
+
+    do {
+        c->tp->ops->progress(c->tp);
+        if (c->notice_req.done) {
+            return true;
+        }
+        sched_yield();
+    } while (rp__comm_now_ns() < end);
+    return false;
 }
 
 /* @len bytes at @src in rank @q's memory into @dst. */
@@ -66,7 +86,13 @@ static rp_status_t rp_read(rp_comm_t *c, int q, void *dst, uintptr_t src,
         }
         if (got <= 0) {
             /* The address is the peer's own, posted this collective: a
-             * fault means its buffer went away under us. */
+             * fault means its buffer went away under us, which happens
+             * when the peer left the collective on a failure of its own
+             * (another rank died). Its notice is on the way: name that
+             * cause, not the buffer. */
+            if (rp_notice_soon(c)) {
+                return rp__comm_fail_noticed(c);
+            }
             rp_error("%s: reading %zu bytes of rank %d's buffer (pid %u): %s",
                      c->op, len, q, (unsigned)pid,
                      got < 0 ? strerror(errno) : "nothing read");
