@@ -23,7 +23,7 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
 {
     rp_context_h ctx;
     rp_status_t status;
-    rp__fork_fds_t fds_before;
+    rp__fork_fds_t fds_before = {NULL, 0};
     bool single = false;
     int left, right;
 
@@ -109,8 +109,8 @@ err_transport:
     rp__transport_destroy(ctx->transport);
 err_bootstrap:
     rp__bootstrap_finalize(ctx->bootstrap);
-    rp__fork_fds_free(&fds_before);
 err_free:
+    rp__fork_fds_free(&fds_before);
     free(ctx);
     return status;
 }
