@@ -21,7 +21,13 @@
  * - RINGPOINT_CKPT_KEEP: complete checkpoints kept (default 2; the newest
  *   complete one is never removed);
  * - RINGPOINT_CKPT_ASYNC: 1 writes in the background after a snapshot
- *   (default), 0 writes before rp_step returns.
+ *   (default), 0 writes before rp_step returns;
+ * - RINGPOINT_CKPT_TIMEOUT: the longest a stop, or rp_finalize with a write
+ *   in flight, waits for a checkpoint write (any --ckpt-interval form;
+ *   default: no limit but the time left before Slurm's SIGKILL, less a
+ *   tenth). Past it the process logs which checkpoint and directory hung
+ *   and exits RP_EXIT_STOPPED; the previous complete checkpoint is
+ *   untouched and the next start removes the unfinished one.
  */
 #ifndef RINGPOINT_CKPT_H
 #define RINGPOINT_CKPT_H
