@@ -4,7 +4,8 @@
 # C example by default) and TRAIN_DELAY its option that slows a step down.
 
 export PATH=$RP_PREFIX/bin:$PATH
-export RP_PLUGSTACK=$(sed -n 's/^PlugStackConfig=//p' "${SLURM_CONF:-/dev/null}")
+RP_PLUGSTACK=$(sed -n 's/^PlugStackConfig=//p' "${SLURM_CONF:-/dev/null}")
+export RP_PLUGSTACK
 mkdir -p "$RP_WORK"
 
 # with_site_args ARGS...: for the rest of this test, the plugin gets ARGS

@@ -18,7 +18,8 @@
 # daemons"). About 3 minutes in all.
 . "$(dirname "$0")/../lib/harness.sh"
 
-export RP_TOP=$(cd "$(dirname "$0")/../.." && pwd)
+RP_TOP=$(cd "$(dirname "$0")/../.." && pwd)
+export RP_TOP
 export RP_WORK=$RP_CLUSTER_DIR/work/node-faults
 export STEPS=400
 . "$(dirname "$0")/../lib/jobs.sh"
