@@ -68,12 +68,24 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     if (status != RP_OK || bytes == 0) {
         return status;
     }
-    if (c->shm != NULL && bytes * (size_t)n <= c->shm_max &&
-        ((uintptr_t)sendbuf + bytes <= (uintptr_t)recvbuf ||
-         (uintptr_t)recvbuf + bytes * (size_t)n <= (uintptr_t)sendbuf ||
-         sendbuf == g.out + (size_t)r * bytes)) {
-        /* Straight from the input: it overlaps no other rank's block. */
+    if (c->shm != NULL && bytes * (size_t)n <= c->shm_ag_max) {
+        /* Straight from the input, which overlaps no other rank's block
+         * (rp_allgather refuses that). One that overlaps ours without
+         * being it moves into place first: the path may depend only on
+         * what every rank shares, the size. */
+        char *mine = g.out + (size_t)r * bytes;
+        const uintptr_t in = (uintptr_t)sendbuf, at = (uintptr_t)mine;
+
+        if (in != at && in < at + bytes && at < in + bytes) {
+            memmove(mine, sendbuf, bytes);
+            sendbuf = mine;
+        }
         return rp__shm_allgather(c, sendbuf, recvbuf, bytes);
+    }
+    if (c->shm != NULL && c->shm->cma) {
+        /* Larger than the segment's path takes: each rank reads the
+         * others' inputs where they lie; one copy of each block. */
+        return rp__cma_allgather(c, sendbuf, recvbuf, bytes);
     }
     /* In place when the input already sits at this rank's block. */
     if (sendbuf != g.out + (size_t)r * bytes) {
@@ -81,11 +93,6 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     }
     if (n == 1) {
         return RP_OK;
-    }
-    if (c->shm != NULL && c->shm->cma) {
-        /* Larger than the segment's path takes: the peers read our block
-         * from our output, we theirs from theirs; one copy each. */
-        return rp__cma_allgather(c, recvbuf, bytes);
     }
     return rp__ring_run(c, &ring, &rp_allgather_ops, &g);
 }

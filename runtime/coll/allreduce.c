@@ -48,7 +48,7 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
                    ? RP_COLL_ALGO_RD
                    : RP_COLL_ALGO_RING;
     }
-    if (c->shm != NULL && bytes <= c->shm_max) {
+    if (c->shm != NULL && bytes <= c->shm_ar_max) {
         /* The same expression, evaluated through the node's memory. */
         return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
                                  half_wire, algo == RP_COLL_ALGO_RD);

@@ -88,12 +88,13 @@ static bool rp_oversubscribed(const rp_transport_t *tp)
  * (bytes of the result) that goes through the node's shared segment
  * rather than the ring over the transport; the same on every rank. Above
  * it the ring's single-copy transfers move fewer bytes through memory. */
-static rp_status_t rp_shm_max_env(size_t *max_p)
+static rp_status_t rp_shm_max_env(size_t *max_p, bool *set_p)
 {
     const char *v = getenv("RINGPOINT_COLL_SHM_MAX");
     uint64_t n = RP_SHM_MAX_DEFAULT;
     char err[128];
 
+    *set_p = v != NULL && *v != '\0';
     if (v != NULL && *v != '\0' &&
         rp__parse_uint(v, 0, UINT64_C(1) << 40, &n, err, sizeof(err)) !=
             RP_OK) {
@@ -116,7 +117,7 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
 {
     rp_comm_t *c;
     rp_status_t status;
-    bool bg_spin_set = false;
+    bool bg_spin_set = false, shm_max_set = false;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -128,7 +129,7 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
         status = rp_progress_spin_env(&bg_spin_set, &c->spin_bg_ns);
     }
     if (status == RP_OK) {
-        status = rp_shm_max_env(&c->shm_max);
+        status = rp_shm_max_env(&c->shm_max, &shm_max_set);
     }
     if (status == RP_OK) {
         status = rp__shm_env(&c->shm_on);
@@ -189,6 +190,24 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
         rp_info("coll: %d ranks on this node's %ld CPUs: waits poll with "
                 "sched_yield, then sleep (no busy-waiting)",
                 tp->bs->local_size, sysconf(_SC_NPROCESSORS_ONLN));
+    }
+    /* Where the segment's slots give way to single-copy reads (shm.h),
+     * per collective, unless RINGPOINT_COLL_SHM_MAX says: measured on
+     * the 2-core VM, interleaved (doc/benchmarks.md). Allgather reads
+     * the peers' inputs from 32 KiB a rank (2 ranks, 64 KiB: 3.2 against
+     * 6.5 us through the slots; 4 ranks on 2 cores, 16 KiB a rank: 18.9
+     * against 11.9). Oversubscribed, the allreduce stays in the slots at
+     * every size (4 ranks on 2 cores: 1.9 against 7.2 ms at 1 MiB, 47
+     * against 55 at 16 MiB, 261 against 336 at 64 MiB). The same on every
+     * rank: the size, the CPU count and the ranks per node are. */
+    c->shm_ar_max = c->shm_ag_max = c->shm_max;
+    if (!shm_max_set) {
+        if (c->yield) {
+            c->shm_ar_max = SIZE_MAX;
+        }
+        if (c->shm_ag_max > (size_t)size * 16 * 1024) {
+            c->shm_ag_max = (size_t)size * 16 * 1024;
+        }
     }
     if (settings->coll_spin_us >= 0) {
         c->spin_ns = (uint64_t)settings->coll_spin_us * 1000;

@@ -89,13 +89,15 @@ typedef struct rp_comm {
      * NULL; collectives of at most shm_max bytes go through it. */
     struct rp__shm *shm;
     size_t shm_max;
+    size_t shm_ar_max, shm_ag_max; /* allreduce's, allgather's (comm.c) */
     bool shm_on; /* RINGPOINT_COLL_SHM */
 } rp_comm_t;
 
-/* shm_max unless RINGPOINT_COLL_SHM_MAX says otherwise. Above it the
- * ring's transfers (UCX reads the peer's buffer with one copy) beat the
- * segment's copy in and out: at 2 ranks the segment took 15-16 us at
- * 128 KiB against 19-23 for the ring, 30 against 26-27 at 256 KiB. */
+/* shm_max unless RINGPOINT_COLL_SHM_MAX says otherwise. Above it reading
+ * the peer's buffer with one copy (single-copy reads, or the ring over
+ * UCX, which does the same) beats the segment's copy in and out: at 2
+ * ranks the segment took 15-16 us at 128 KiB against 19-23 for the ring,
+ * 30 against 26-27 at 256 KiB. */
 #define RP_SHM_MAX_DEFAULT (128u * 1024)
 
 /* Tags: 28 bits of sequence number, 16 bits of message index. The last

@@ -154,15 +154,14 @@ rp_status_t rp__shm_allgather(struct rp_comm *c, const void *sendbuf,
 rp_status_t rp__shm_barrier(struct rp_comm *c);
 
 /* The single-copy collectives (shm_cma.c), for c->shm->cma. Arguments
- * checked, count/bytes > 0. Allgather: this rank's block is already in
- * place in @recvbuf. */
+ * checked, count/bytes > 0. */
 rp_status_t rp__cma_allreduce(struct rp_comm *c, const void *sendbuf,
                               void *recvbuf, size_t count, rp_dtype_t dtype,
                               rp_op_t op, bool half_wire, bool rd);
 rp_status_t rp__cma_broadcast(struct rp_comm *c, void *buf, size_t bytes,
                               int root);
-rp_status_t rp__cma_allgather(struct rp_comm *c, void *recvbuf,
-                              size_t bytes);
+rp_status_t rp__cma_allgather(struct rp_comm *c, const void *sendbuf,
+                              void *recvbuf, size_t bytes);
 /* Setup: can this rank read rank @q's memory? (the probe) */
 bool rp__cma_probe(const rp__shm_t *sh, int q, const void *addr);
 

@@ -164,23 +164,42 @@ rp_status_t rp__cma_broadcast(rp_comm_t *c, void *buf, size_t bytes,
     return status != RP_OK ? status : rp_sync(c, false);
 }
 
-rp_status_t rp__cma_allgather(rp_comm_t *c, void *recvbuf, size_t bytes)
+rp_status_t rp__cma_allgather(rp_comm_t *c, const void *sendbuf,
+                              void *recvbuf, size_t bytes)
 {
     rp__shm_t *sh = c->shm;
     const int n = sh->n, r = sh->rank;
-    char *out = recvbuf;
+    char *out = recvbuf, *mine = out + (size_t)r * bytes;
+    const char *src = sendbuf;
     uint32_t k;
-    rp_status_t status = rp_addrs(c, out, NULL, &k);
+    rp_status_t status;
 
-    /* Each peer's block where it lies in that peer's output, starting
-     * with the next rank so that not everyone reads rank 0 at once. */
+    /* The peers read our block from our input, which a benchmark's loop
+     * (and often a caller) left clean in their caches too, and we copy it
+     * into place meanwhile; but an input that overlaps our block without
+     * being it would change under their reads: move it first, they read
+     * it there. */
+    if (src != mine && (uintptr_t)src < (uintptr_t)mine + bytes &&
+        (uintptr_t)mine < (uintptr_t)src + bytes) {
+        memmove(mine, src, bytes);
+        src = mine;
+    }
+    status = rp_addrs(c, src, NULL, &k);
+    /* Starting with the next rank, so that not everyone reads rank 0 at
+     * once. */
     for (int i = 1; i < n && status == RP_OK; i++) {
         const int q = (r + i) % n;
-        const size_t off = (size_t)q * bytes;
 
-        status = rp_read(c, q, out + off, rp_addr(sh, q, k, 0) + off, bytes);
+        status = rp_read(c, q, out + (size_t)q * bytes, rp_addr(sh, q, k, 0),
+                         bytes);
     }
-    return status != RP_OK ? status : rp_sync(c, true);
+    if (status != RP_OK) {
+        return status;
+    }
+    if (src != mine) {
+        memcpy(mine, src, bytes);
+    }
+    return rp_sync(c, true);
 }
 
 rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
