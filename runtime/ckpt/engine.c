@@ -567,7 +567,9 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
     }
     rp__ckpt_async_stop(e);
     rp__ckpt_prune_join(e);
-    rp__signal_restore();
+    /* The stop signals' handlers stay to the end of rp_finalize
+     * (rp__signal_release): a repeated SIGTERM must not kill a rank in
+     * its barrier. */
     (void)rp__ckpt_close(&e->rootfd, e->dir);
     rp__ckpt_io_free(e->staging);
     rp__ckpt_devstage_free(e);

@@ -8,6 +8,7 @@
 #include "ckpt/engine.h"
 #include "coll/comm.h"
 #include "gpu/path.h"
+#include "signal/signal.h"
 #include "util/log.h"
 #include "util/str.h"
 
@@ -147,6 +148,9 @@ void rp_finalize(rp_context_h ctx)
     rp__transport_destroy(ctx->transport);
     rp__comm_destroy(ctx->comm);
     rp__bootstrap_finalize(ctx->bootstrap);
+    /* Last: until here a repeated stop signal must not kill this rank
+     * while the others still need it (signal.c). */
+    rp__signal_release();
     free(ctx);
 }
 

@@ -28,6 +28,10 @@ rp_status_t rp__signal_install(int warn_signo);
 /* Put back the handlers found by rp__signal_install. */
 void rp__signal_restore(void);
 
+/* The end of rp_finalize: put the handlers back, unless a stop signal was
+ * received; then they stay until the process exits (see signal.c). */
+void rp__signal_release(void);
+
 /* In a child forked after install (no stop of its own to take): put back
  * the dispositions found at install and forget a recorded signal.
  * Async-signal-safe (the fork handler and the stop handler call it). */
