@@ -19,10 +19,16 @@
 static _Atomic pid_t rp_fork_owner;
 static pthread_once_t rp_fork_once = PTHREAD_ONCE_INIT;
 static atomic_bool rp_fork_told;
+/* The handler below is registered, and has run in this process (a child
+ * forked after rp_init). While it has not, no pid needs comparing: the
+ * check before every collective is a load, not a getpid() system call
+ * (0.07 us of an empty allgather's 0.15 on the 2-core VM). */
+static atomic_bool rp_fork_hooked, rp_fork_forked;
 
 /* In the child, before fork() returns there: only async-signal-safe work. */
 static void rp_fork_child(void)
 {
+    atomic_store(&rp_fork_forked, true);
     if (rp__fork_is_child()) {
         rp__signal_reset_in_child();
         atomic_store(&rp_fork_told, false); /* a grandchild says it too */
@@ -36,7 +42,9 @@ static void rp_fork_register(void)
     if (pthread_atfork(NULL, NULL, rp_fork_child) != 0) {
         rp_debug("pthread_atfork failed: forked children keep ringpoint's "
                  "signal handlers until they exec");
+        return;
     }
+    atomic_store(&rp_fork_hooked, true);
 }
 
 /* The open descriptors, ascending, into @fds (malloc'd); false when the
@@ -127,9 +135,14 @@ void rp__fork_guard_init(const rp__fork_fds_t *before)
 
 bool rp__fork_is_child(void)
 {
-    pid_t owner = atomic_load(&rp_fork_owner);
+    pid_t owner = atomic_load_explicit(&rp_fork_owner, memory_order_relaxed);
 
-    return owner != 0 && owner != getpid();
+    if (owner == 0 ||
+        (atomic_load_explicit(&rp_fork_hooked, memory_order_relaxed) &&
+         !atomic_load_explicit(&rp_fork_forked, memory_order_relaxed))) {
+        return false;
+    }
+    return owner != getpid();
 }
 
 rp_status_t rp__fork_check(const char *what)
