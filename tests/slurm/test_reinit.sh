@@ -21,6 +21,8 @@ runs() {
     shift
     for i in $(seq 1 10); do
         out=$("$@" "$CHECK" 4 2>&1) || fail "$label run $i: exit $?"$'\n'"$out" || return 1
+        echo "--- $label run $i"
+        echo "$out"
         assert_contains "$out" "reinit-check: ok 4 rounds of 3 ranks" "$label run $i" || return 1
         assert_not_contains "$(echo "$out" | tr 'A-Z' 'a-z')" "error" "$label run $i" || return 1
     done
