@@ -251,8 +251,8 @@ static rp_status_t rp_ucx_connect_ep(rp_transport_t *tp, int rank,
     }
     status = tp->bs->ops->get(tp->bs, rank, ucx->key, &addr, &len);
     if (status != RP_OK) {
-        rp_error("transport: no UCX address published by rank %d (%s)",
-                 rank, rp_status_string(status));
+        rp_error("transport: no UCX address published by rank %d under "
+                 "%s (%s)", rank, ucx->key, rp_status_string(status));
         return status == RP_ERR_NOT_FOUND ? RP_ERR_BOOTSTRAP : status;
     }
     if (len <= sizeof(card) ||
