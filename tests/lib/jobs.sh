@@ -22,7 +22,7 @@ slurmd_log() { cat "$RP_CLUSTER_LOGDIR"/slurmd-n*.log; }
 # reference: the digest of an uninterrupted run with the same ranks and
 # $STEPS steps.
 reference() {
-    srun -N2 -n3 --ckpt-dir="$RP_WORK/ref.$$" --ckpt-interval=0 \
+    srun -N2 -n3 --chdir="$RP_WORK" --ckpt-dir="$RP_WORK/ref.$$" --ckpt-interval=0 \
         ${TRAIN_CMD:-ringpoint-example-train} --steps "$STEPS" --log-every 0 |
         sed -n 's/^final step=[0-9]* digest=//p'
 }
@@ -41,7 +41,9 @@ ${TRAIN_ENV:-} srun ${TRAIN_CMD:-ringpoint-example-train} --steps $STEPS --log-e
 echo "srun exit \$?"
 SCRIPT
     rm -rf "$RP_WORK/$name.out" "$RP_WORK/$name.ckpt"
-    sbatch --parsable -N2 -n3 --exclusive --open-mode=append \
+    # --chdir: the nodes have a /tmp of their own, and a test run from a
+    # checkout under /tmp would leave slurmstepd an error line about it.
+    sbatch --parsable -N2 -n3 --exclusive --open-mode=append --chdir="$RP_WORK" \
         -o "$RP_WORK/$name.out" --ckpt-dir="$RP_WORK/$name.ckpt" \
         --ckpt-interval=0 "$@" "$RP_WORK/$name.sh"
 }

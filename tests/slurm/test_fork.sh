@@ -29,7 +29,7 @@ test_fork_under_srun() {
     local out
     rm -rf "$RP_WORK/srun"
     mkdir -p "$RP_WORK/srun"
-    out=$(RINGPOINT_COLL_TIMEOUT=30s srun -N2 -n3 -t 3 --ckpt-dir="$RP_WORK/srun" \
+    out=$(RINGPOINT_COLL_TIMEOUT=30s srun -N2 -n3 -t 3 --chdir="$RP_WORK" --ckpt-dir="$RP_WORK/srun" \
         --ckpt-interval=0 "$CHECK" 2>&1)
     check_output "$out"
     [ ! -e "$RP_WORK/srun/step-000000000002" ] || fail "a child wrote a checkpoint"
