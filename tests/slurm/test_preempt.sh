@@ -104,7 +104,7 @@ test_stop_of_8_ranks_prints_no_error() {
     # such stops printed errors here. 5 stops by SIGTERM, each at once.
     for i in 1 2 3 4 5; do
         rm -rf "$RP_WORK/stop8.ckpt"
-        srun -J "$name" -N2 -n8 --ckpt-dir="$RP_WORK/stop8.ckpt" --ckpt-interval=0 \
+        srun -J "$name" -N2 -n8 --chdir="$RP_WORK" --ckpt-dir="$RP_WORK/stop8.ckpt" --ckpt-interval=0 \
             ringpoint-example-train --steps 1000000 --log-every 0 --step-delay-ms 2 \
             >"$RP_WORK/stop8.out" 2>&1 &
         for _ in $(seq 1 300); do

@@ -13,6 +13,10 @@ export CHECK=$RP_PREFIX/libexec/ringpoint/ringpoint-reinit-check
 # A regression shows as a fence that waits for a rank that will not come:
 # fail in seconds, not in the default 2 minutes.
 export RINGPOINT_BOOTSTRAP_TIMEOUT=20s
+# The nodes have a /tmp of their own: srun runs from here, not from a
+# checkout that may lie under /tmp (slurmstepd would print an error).
+export RP_WORK=$RP_CLUSTER_DIR/work/reinit
+mkdir -p "$RP_WORK"
 
 # runs LABEL LAUNCHER...: 10 runs; each must end 0 with rank 0's ok line
 # and no line saying error.
@@ -34,7 +38,7 @@ test_reinit_mpirun_3_ranks() {
 }
 
 test_reinit_srun_2_nodes_3_ranks() {
-    runs srun srun --mpi=pmix -N2 -n3 -t 2
+    runs srun srun --mpi=pmix -N2 -n3 -t 2 --chdir="$RP_WORK"
 }
 
 run_all
