@@ -99,8 +99,8 @@ killed_rank2_reported() {
 # with that path off there too (the ring over the transport above 4 KiB),
 # and as on two nodes, where both stay off. With every checked size
 # through the segment (up to 8 MiB, so several 1 MiB slots per call), or
-# with the default switches (2 ranks: above 128 KiB single-copy), the
-# bits are the ring's too. A rank killed on that node is named by the
+# with the default switches (2 ranks: broadcast and allgather single-copy
+# above theirs, allreduce the ring over UCX), the bits are the ring's too. A rank killed on that node is named by the
 # others, on either path and from another pid namespace; bad settings are
 # refused.
 test_coll_shared_segment() {
@@ -121,7 +121,7 @@ test_coll_shared_segment() {
     f=$(RINGPOINT_COLL_SHM=0 srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$f" 2
     g=$(srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$g" 2
     assert_eq "$(hash_of "$e")" "$(hash_of "$f")" "hash with every size through the segment"
-    assert_eq "$(hash_of "$g")" "$(hash_of "$f")" "hash with the single-copy path above 128 KiB"
+    assert_eq "$(hash_of "$g")" "$(hash_of "$f")" "hash with the default switches"
     # Rank 2 killed in a stream of 1 MiB allreduces: single-copy with the
     # limit at 0, through the segment's slots with it at 4 MiB (as by
     # default for 4 ranks on a node's 1-2 CPUs: oversubscribed); then,
