@@ -135,10 +135,12 @@ static void test_watchdog_limit(void **state)
     assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 5 * s);
     assert_true(rp__ckpt_watchdog_limit_ns(3 * s, &b) == 3 * s);
     assert_true(rp__ckpt_watchdog_limit_ns(9 * s, &b) == 5 * s);
-    b.left_ms = 1000; /* half, when the margin would take more */
-    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == s / 2);
+    b.left_ms = 2500; /* the margin is at least 1 s */
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 3 * s / 2);
+    b.left_ms = 1500; /* never below 1 s: SIGKILL ends it if sooner */
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == s);
     b.left_ms = 0;
-    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == s / 10);
+    assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == s);
     b.exact = false; /* "at least": not guessed */
     b.left_ms = 30000;
     assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 0);
