@@ -31,9 +31,22 @@
  * the transport (default 200; when the node has more ranks than cores the
  * polling yields the CPU between polls, and the default is 1000).
  *
- * UCX: when UCX_TLS confines the job to TCP (or the job spans nodes that
- * have no RDMA device), messages below 256 KiB go eagerly rather than by
- * rendezvous, unless UCX_RNDV_THRESH is set.
+ * Ranks of one node: when all ranks share a node, collectives up to
+ * RINGPOINT_COLL_SHM_MAX bytes (default 128 KiB) go through a shared
+ * segment the ranks set up at @ref rp_init. Larger ones (allgather from
+ * 16 KiB per rank) may instead read each other's buffers directly (Linux
+ * cross-memory attach, process_vm_readv) where ptrace rules and pid
+ * namespaces let every rank read every peer (checked at init), or take
+ * the ring over UCX; which path serves which size and rank count was
+ * measured (doc/benchmarks.md). RINGPOINT_COLL_SHM=0 turns the segment
+ * off, RINGPOINT_COLL_CMA=0 the direct reads. Results are the same bits
+ * on every path.
+ *
+ * UCX: when the job runs over TCP (UCX_TLS confines it to TCP, or its
+ * nodes have no RDMA device), messages below 256 KiB go eagerly rather
+ * than by rendezvous where no peer can share this host, 64 KiB where one
+ * may (UCX then uses shared memory to it), and 64 KiB when a node has more
+ * ranks than cores; unless UCX_RNDV_THRESH is set.
  *
  * Non-blocking collectives (rp_iallreduce, ...) start the operation and
  * return a request at once; a progress thread of the library, started with
