@@ -25,11 +25,13 @@
 #include "util/parse.h"
 #include "util/str.h"
 
+#include <errno.h>
 #include <pmix.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct rp_pmix {
@@ -146,46 +148,133 @@ static rp_status_t rp_pmix_fence(rp_bootstrap_t *bs)
     return RP_OK;
 }
 
+/* One PMIx_Get_nb in flight. PMIX_TIMEOUT alone does not bound a get:
+ * Slurm's PMIx server fetches a remote rank's data from that rank's node
+ * (direct modex) and, when the rank died on the way (its node's step
+ * daemon gone), leaves the request unanswered; a blocking PMIx_Get then
+ * held rp_init past RINGPOINT_BOOTSTRAP_TIMEOUT for good (seen: 3+ minutes
+ * in a requeued job whose rank on a returning node was killed at start).
+ * So the wait is ours, with a deadline. A request given up on stays
+ * allocated for PMIx (which keeps pointers to its key and info) and is
+ * freed by the callback if that ever comes. */
+typedef struct rp_pmix_get_req {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    bool abandoned;
+    pmix_status_t rc;
+    bool bytes;      /* the value was a byte object */
+    void *data;      /* its copy */
+    size_t len;
+    char key[PMIX_MAX_KEYLEN + 1];
+    pmix_info_t info;
+} rp_pmix_get_req_t;
+
+static void rp_pmix_get_req_free(rp_pmix_get_req_t *r)
+{
+    PMIX_INFO_DESTRUCT(&r->info);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r->data);
+    free(r);
+}
+
+static void rp_pmix_get_done(pmix_status_t status, pmix_value_t *kv,
+                             void *cbdata)
+{
+    rp_pmix_get_req_t *r = cbdata;
+    bool abandoned;
+
+    pthread_mutex_lock(&r->mu);
+    r->rc = status;
+    /* PMIx releases @kv when this returns: keep a copy. */
+    if (status == PMIX_SUCCESS && kv != NULL && kv->type == PMIX_BYTE_OBJECT) {
+        r->bytes = true;
+        r->len = kv->data.bo.size;
+        r->data = malloc(r->len > 0 ? r->len : 1);
+        if (r->data == NULL) {
+            r->rc = PMIX_ERR_NOMEM;
+        } else if (r->len > 0) {
+            memcpy(r->data, kv->data.bo.bytes, r->len);
+        }
+    }
+    r->done = true;
+    abandoned = r->abandoned;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (abandoned) {
+        rp_pmix_get_req_free(r);
+    }
+}
+
 static rp_status_t rp_pmix_get(rp_bootstrap_t *bs, int rank, const char *key,
                                void **data_p, size_t *len_p)
 {
     rp_pmix_t *p = bs->impl;
     pmix_proc_t peer;
-    pmix_value_t *val = NULL;
-    pmix_info_t info;
     pmix_status_t rc;
-    int timeout = p->timeout_s;
-    void *copy;
+    rp_pmix_get_req_t *r;
+    pthread_condattr_t ca;
+    struct timespec dl;
+    int timeout = p->timeout_s, err = 0;
+    rp_status_t status;
 
-    PMIX_PROC_LOAD(&peer, p->self.nspace, (pmix_rank_t)rank);
-    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
-    rc = PMIx_Get(&peer, key, &info, 1, &val);
-    PMIX_INFO_DESTRUCT(&info);
-    if (rc == PMIX_ERR_NOT_FOUND) {
-        return RP_ERR_NOT_FOUND;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        rp_error("bootstrap: out of memory reading '%s' of rank %d", key, rank);
+        return RP_ERR_NO_MEMORY;
     }
-    if (rc != PMIX_SUCCESS || val == NULL) {
-        rp_error("bootstrap: PMIx_Get(rank %d, %s) failed: %s", rank, key,
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    rp__strlcpy(r->key, key, sizeof(r->key));
+    PMIX_INFO_LOAD(&r->info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    PMIX_PROC_LOAD(&peer, p->self.nspace, (pmix_rank_t)rank);
+    rc = PMIx_Get_nb(&peer, r->key, &r->info, 1, rp_pmix_get_done, r);
+    if (rc != PMIX_SUCCESS) {
+        rp_pmix_get_req_free(r);
+        if (rc == PMIX_ERR_NOT_FOUND) {
+            return RP_ERR_NOT_FOUND;
+        }
+        rp_error("bootstrap: PMIx_Get_nb(rank %d, %s) failed: %s", rank, key,
                  PMIx_Error_string(rc));
         return RP_ERR_BOOTSTRAP;
     }
-    if (val->type != PMIX_BYTE_OBJECT) {
-        rp_error("bootstrap: rank %d published '%s' with unexpected type %d",
-                 rank, key, (int)val->type);
-        PMIX_VALUE_RELEASE(val);
-        return RP_ERR_BOOTSTRAP;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout;
+    pthread_mutex_lock(&r->mu);
+    while (!r->done && err != ETIMEDOUT) {
+        err = pthread_cond_timedwait(&r->cv, &r->mu, &dl);
     }
-    copy = malloc(val->data.bo.size > 0 ? val->data.bo.size : 1);
-    if (copy == NULL) {
-        rp_error("bootstrap: out of memory reading '%s' of rank %d", key, rank);
-        PMIX_VALUE_RELEASE(val);
-        return RP_ERR_NO_MEMORY;
+    if (!r->done) {
+        r->abandoned = true; /* the callback frees it, if it comes */
+        pthread_mutex_unlock(&r->mu);
+        rp_error("bootstrap: rank %d's '%s' did not arrive within %d s "
+                 "(RINGPOINT_BOOTSTRAP_TIMEOUT): that rank died or hangs "
+                 "in its start-up", rank, key, timeout);
+        return RP_ERR_TIMEOUT;
     }
-    memcpy(copy, val->data.bo.bytes, val->data.bo.size);
-    *data_p = copy;
-    *len_p = val->data.bo.size;
-    PMIX_VALUE_RELEASE(val);
-    return RP_OK;
+    pthread_mutex_unlock(&r->mu);
+    if (r->rc == PMIX_ERR_NOT_FOUND) {
+        status = RP_ERR_NOT_FOUND;
+    } else if (r->rc != PMIX_SUCCESS) {
+        rp_error("bootstrap: PMIx_Get(rank %d, %s) failed: %s", rank, key,
+                 PMIx_Error_string(r->rc));
+        status = r->rc == PMIX_ERR_NOMEM ? RP_ERR_NO_MEMORY : RP_ERR_BOOTSTRAP;
+    } else if (!r->bytes) {
+        rp_error("bootstrap: rank %d published '%s' with an unexpected type",
+                 rank, key);
+        status = RP_ERR_BOOTSTRAP;
+    } else {
+        *data_p = r->data;
+        *len_p = r->len;
+        r->data = NULL;
+        status = RP_OK;
+    }
+    rp_pmix_get_req_free(r);
+    return status;
 }
 
 /* The client stays open (see rp_pmix_client): only this bootstrap goes. */
