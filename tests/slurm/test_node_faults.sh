@@ -109,9 +109,20 @@ test_slurmd_dead_past_timeout_requeues_and_resumes() {
     echo "$out"
     assert_contains "$out" "NODE FAILURE"
     assert_contains "$out" "(SIGTERM): checkpoint committed"
-    assert_eq "$(restarts "$jid")" 1 "restarts"
+    # One requeue, or two: Slurm may start the requeued job the moment n2
+    # answers again, and once (CI run from /tmp, 16:58) that run got a
+    # SIGTERM 0.3 s after its start that neither ringpoint nor the test
+    # sent (at the log levels kept, slurmd and slurmctld say nothing of it;
+    # a terminate still owed to the job's first run, same job id, is the
+    # suspect): it stopped with a checkpoint, the plugin requeued it, and it
+    # resumed from there. Either way nothing is lost.
+    case "$(restarts "$jid")" in
+        1 | 2) ;;
+        *) fail "restarts: '$(restarts "$jid")', expected 1 (or 2)" ;;
+    esac
     assert_eq "$(state "$jid")" COMPLETED
     assert_contains "$out" "resumed from step"
+    assert_eq "$(grep -c '^starting fresh' <<<"$out")" 1 "fresh starts"
     assert_eq "$(digest_in slurmd-gone)" "$ref" "digest"
 }
 
