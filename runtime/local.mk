@@ -5,6 +5,7 @@
 noinst_LTLIBRARIES += runtime/libringpoint_util.la
 runtime_libringpoint_util_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 runtime_libringpoint_util_la_SOURCES = \
+	runtime/util/deadline.h \
 	runtime/util/log.c runtime/util/log.h \
 	runtime/util/parse.c runtime/util/parse.h \
 	runtime/util/status.c \

@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "bootstrap/bootstrap.h"
+#include "util/deadline.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -214,7 +215,6 @@ static rp_status_t rp_pmix_get(rp_bootstrap_t *bs, int rank, const char *key,
     pmix_proc_t peer;
     pmix_status_t rc;
     rp_pmix_get_req_t *r;
-    pthread_condattr_t ca;
     struct timespec dl;
     int timeout = p->timeout_s, err = 0;
     rp_status_t status;
@@ -225,10 +225,7 @@ static rp_status_t rp_pmix_get(rp_bootstrap_t *bs, int rank, const char *key,
         return RP_ERR_NO_MEMORY;
     }
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rp__cond_init_monotonic(&r->cv);
     rp__strlcpy(r->key, key, sizeof(r->key));
     PMIX_INFO_LOAD(&r->info, PMIX_TIMEOUT, &timeout, PMIX_INT);
     PMIX_PROC_LOAD(&peer, p->self.nspace, (pmix_rank_t)rank);
@@ -242,8 +239,7 @@ static rp_status_t rp_pmix_get(rp_bootstrap_t *bs, int rank, const char *key,
                  PMIx_Error_string(rc));
         return RP_ERR_BOOTSTRAP;
     }
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += timeout;
+    dl = rp__deadline_after((uint64_t)timeout * 1000000000ull);
     pthread_mutex_lock(&r->mu);
     while (!r->done && err != ETIMEDOUT) {
         err = pthread_cond_timedwait(&r->cv, &r->mu, &dl);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ringpoint/ckpt.h"
+#include "util/deadline.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -70,16 +71,9 @@ uint64_t rp__ckpt_watchdog_limit_ns(uint64_t env_ns,
 static void *rp_wd_main(void *arg)
 {
     rp__ckpt_watchdog_t *w = arg;
-    struct timespec ts;
+    struct timespec ts = rp__deadline_after(w->limit_ns);
     int rc = 0;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(w->limit_ns / 1000000000ull);
-    ts.tv_nsec += (long)(w->limit_ns % 1000000000ull);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&w->mu);
     while (!w->done && rc != ETIMEDOUT) {
         rc = pthread_cond_timedwait(&w->cv, &w->mu, &ts);
@@ -97,7 +91,6 @@ static void *rp_wd_main(void *arg)
 void rp__ckpt_watchdog_arm(rp__ckpt_watchdog_t *w, uint64_t limit_ns,
                            const char *what, const char *dir, uint64_t step)
 {
-    pthread_condattr_t ca;
     int err;
 
     memset(w, 0, sizeof(*w));
@@ -114,10 +107,7 @@ void rp__ckpt_watchdog_arm(rp__ckpt_watchdog_t *w, uint64_t limit_ns,
              what, (unsigned long long)step, dir, (double)limit_ns / 1e9,
              RP_EXIT_STOPPED);
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rp__cond_init_monotonic(&w->cv);
     err = pthread_create(&w->thread, NULL, rp_wd_main, w);
     if (err != 0) {
         rp_warn("%s: cannot watch the checkpoint write (%s): it is not "
