@@ -38,6 +38,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/barrier.c \
 	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_coll.c \
 	runtime/coll/shm_cma.c runtime/coll/shm_eval.h \
+	runtime/coll/hier.c runtime/coll/hier.h \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "coll/comm.h"
+#include "coll/hier.h"
 #include "coll/shm.h"
 #include "reduce/reduce.h"
 #include "util/log.h"
@@ -47,6 +48,11 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
         algo = bytes <= c->rd_max_bytes || count < (size_t)c->size
                    ? RP_COLL_ALGO_RD
                    : RP_COLL_ALGO_RING;
+    }
+    if (c->hier != NULL && rp__hier_wants(c, bytes, dtype, algo)) {
+        /* Across nodes: within each, among one rank a node, back. */
+        return rp__hier_allreduce(c, sendbuf, recvbuf, count, dtype, op,
+                                  half_wire, algo);
     }
     if (c->shm != NULL && bytes <= c->shm_ar_max) {
         /* The same expression, evaluated through the node's memory. */

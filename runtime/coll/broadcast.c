@@ -8,6 +8,7 @@
 
 #include "coll/chunk.h"
 #include "coll/comm.h"
+#include "coll/hier.h"
 #include "coll/ring.h"
 #include "coll/shm.h"
 
@@ -66,6 +67,9 @@ rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
     status = rp__comm_begin(c, "broadcast");
     if (status != RP_OK || n == 1 || bytes == 0) {
         return status;
+    }
+    if (c->hier != NULL && c->hier->forced) {
+        return rp__hier_broadcast(c, buf, bytes, root);
     }
     if (c->shm != NULL && bytes <= c->shm_max) {
         return rp__shm_broadcast(c, buf, bytes, root);

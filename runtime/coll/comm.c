@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/comm.h"
+#include "coll/hier.h"
 #include "coll/shm.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -237,6 +238,9 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
         goto err_free;
     }
     status = rp__shm_setup(c);
+    if (status == RP_OK) {
+        status = rp__hier_setup(c);
+    }
     if (status != RP_OK) {
         goto err_notice;
     }
@@ -245,6 +249,7 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
 
 
 err_notice:
+    rp__shm_destroy(c->shm);
     c->tp->ops->cancel(c->tp, &c->notice_req);
     c->tp->ops->progress(c->tp);
 err_free:
@@ -277,6 +282,7 @@ void rp__comm_destroy(rp_comm_t *c)
     if (c == NULL) {
         return;
     }
+    rp__hier_destroy(c->hier);
     rp__shm_destroy(c->shm);
     free(c->reqs);
     free(c->work.ptr);
@@ -296,8 +302,10 @@ rp_status_t rp__comm_begin(rp_comm_t *c, const char *op)
                  "from its last checkpoint", op, rp_status_string(c->broken));
         return c->broken;
     }
-    c->seq = (c->seq + 1) & RP_COMM_SEQ_MASK;
-    if (c->seq == RP_COMM_NOTICE_SEQ) {
+    /* 27 bits, and never all ones: with a sub-communicator's bit set that
+     * would be the notices' tag. */
+    c->seq = (c->seq + 1) & RP_COMM_SEQ_WRAP;
+    if (c->seq == RP_COMM_SEQ_WRAP) {
         c->seq = 1;
     }
     return RP_OK;
@@ -387,6 +395,10 @@ rp_status_t rp__comm_fail(rp_comm_t *c, rp_status_t status, int failed)
         return c->broken;
     }
     c->broken = status;
+    if (c->parent != NULL) {
+        /* The job's communicator tells the peers, and fails alike. */
+        return rp__comm_fail(c->parent, status, failed);
+    }
     rp_send_notices(c, failed, c->rank);
     return status;
 }
@@ -394,8 +406,13 @@ rp_status_t rp__comm_fail(rp_comm_t *c, rp_status_t status, int failed)
 /* A failure notice arrived: adopt it. */
 rp_status_t rp__comm_fail_noticed(rp_comm_t *c)
 {
-    rp_comm_notice_t n = c->notice;
+    rp_comm_notice_t n;
 
+    if (c->parent != NULL) {
+        c->broken = rp__comm_fail_noticed(c->parent);
+        return c->broken;
+    }
+    n = c->notice;
     if (c->notice_req.status != RP_OK || n.magic != RP_NOTICE_MAGIC) {
         rp_error("%s: received a malformed failure notice", c->op);
         return rp__comm_fail(c, RP_ERR_TRANSPORT, -1);
@@ -417,7 +434,8 @@ rp_status_t rp__comm_isend(rp_comm_t *c, int peer, size_t index,
 {
     rp_status_t status;
 
-    c->touched[peer] = true;
+    peer = rp__comm_world(c, peer);
+    rp__comm_root(c)->touched[peer] = true;
     status = c->tp->ops->isend(c->tp, peer, rp__comm_tag(c, index), buf, len,
                                req);
     if (status != RP_OK) {
@@ -431,7 +449,8 @@ rp_status_t rp__comm_irecv(rp_comm_t *c, int peer, size_t index, void *buf,
 {
     rp_status_t status;
 
-    c->touched[peer] = true;
+    peer = rp__comm_world(c, peer);
+    rp__comm_root(c)->touched[peer] = true;
     status = c->tp->ops->irecv(c->tp, peer, rp__comm_tag(c, index), buf, len,
                                req);
     if (status != RP_OK) {
@@ -494,7 +513,7 @@ rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req)
         if (req->done) {
             return req->status == RP_OK ? RP_OK : rp_req_failed(c, req);
         }
-        if (c->notice_req.done) {
+        if (rp__comm_root(c)->notice_req.done) {
             return rp__comm_fail_noticed(c);
         }
         if (req->peer >= 0 && tp->ops->peer_status(tp, req->peer) != RP_OK) {

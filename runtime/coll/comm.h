@@ -92,6 +92,16 @@ typedef struct rp_comm {
     size_t shm_ar_max, shm_ag_max; /* allreduce's, allgather's (comm.c) */
     bool shm_ar_cma; /* larger allreduces read the peers, not the ring */
     bool shm_on; /* RINGPOINT_COLL_SHM */
+
+    /* A sub-communicator of the hierarchy (hier.h): its ranks' places in
+     * the job (world[i] is rank i's), the job's communicator, which owns
+     * the failure notices, and the tag range apart from it. NULL, NULL, 0
+     * for the job's own. */
+    const int *world;
+    struct rp_comm *parent;
+    uint32_t seq_base;
+    /* The job's hierarchy when its ranks span nodes (hier.h), else NULL. */
+    struct rp__hier *hier;
 } rp_comm_t;
 
 /* shm_max unless RINGPOINT_COLL_SHM_MAX says otherwise. Above it reading
@@ -102,9 +112,13 @@ typedef struct rp_comm {
 #define RP_SHM_MAX_DEFAULT (128u * 1024)
 
 /* Tags: 28 bits of sequence number, 16 bits of message index. The last
- * sequence value is reserved for failure notices. */
+ * sequence value is reserved for failure notices. A communicator counts
+ * in 27 bits; the hierarchy's sub-communicators set the 28th (seq_base),
+ * so their messages never match the job's between the same two ranks. */
 #define RP_COMM_SEQ_MASK    0x0FFFFFFFu
 #define RP_COMM_NOTICE_SEQ  RP_COMM_SEQ_MASK
+#define RP_COMM_SEQ_WRAP    0x07FFFFFFu
+#define RP_COMM_SEQ_SUB     0x08000000u
 
 rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
                             const rp_settings_t *settings, rp_comm_t **comm_p);
@@ -141,7 +155,20 @@ rp_status_t rp__comm_begin(rp_comm_t *c, const char *op);
 
 static inline uint64_t rp__comm_tag(const rp_comm_t *c, size_t index)
 {
-    return ((uint64_t)(c->seq & RP_COMM_SEQ_MASK) << 16) | (index & 0xFFFFu);
+    return ((uint64_t)((c->seq | c->seq_base) & RP_COMM_SEQ_MASK) << 16) |
+           (index & 0xFFFFu);
+}
+
+/* The job rank of this communicator's rank @q (the transport's peer). */
+static inline int rp__comm_world(const rp_comm_t *c, int q)
+{
+    return c->world != NULL ? c->world[q] : q;
+}
+
+/* The communicator that owns the failure notices. */
+static inline rp_comm_t *rp__comm_root(rp_comm_t *c)
+{
+    return c->parent != NULL ? c->parent : c;
 }
 
 /* Requests for the running collective: @n zeroed, done ones. */
@@ -163,7 +190,8 @@ rp_status_t rp__comm_irecv(rp_comm_t *c, int peer, size_t index, void *buf,
 rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req);
 
 /* Break the communicator (once; later calls return the first error),
- * telling the peers; @failed: the rank that failed, or -1. */
+ * telling the peers; @failed: the job rank that failed, or -1. A
+ * sub-communicator breaks the job's with it. */
 rp_status_t rp__comm_fail(rp_comm_t *c, rp_status_t status, int failed);
 /* A failure notice arrived (c->notice_req done): adopt it. */
 rp_status_t rp__comm_fail_noticed(rp_comm_t *c);

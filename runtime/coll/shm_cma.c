@@ -57,7 +57,7 @@ static bool rp_notice_soon(rp_comm_t *c)
 
     do {
         c->tp->ops->progress(c->tp);
-        if (c->notice_req.done) {
+        if (rp__comm_root(c)->notice_req.done) {
             return true;
         }
         sched_yield();
@@ -80,9 +80,9 @@ static rp_status_t rp_read(rp_comm_t *c, int q, void *dst, uintptr_t src,
             continue;
         }
         if (got < 0 && errno == ESRCH) {
-            rp_error("%s: rank %d (pid %u on this node) has exited", c->op, q,
-                     (unsigned)pid);
-            return rp__comm_fail(c, RP_ERR_PEER_FAILED, q);
+            rp_error("%s: rank %d (pid %u on this node) has exited", c->op,
+                     rp__comm_world(c, q), (unsigned)pid);
+            return rp__comm_fail(c, RP_ERR_PEER_FAILED, rp__comm_world(c, q));
         }
         if (got <= 0) {
             /* The address is the peer's own, posted this collective: a
@@ -94,9 +94,9 @@ static rp_status_t rp_read(rp_comm_t *c, int q, void *dst, uintptr_t src,
                 return rp__comm_fail_noticed(c);
             }
             rp_error("%s: reading %zu bytes of rank %d's buffer (pid %u): %s",
-                     c->op, len, q, (unsigned)pid,
+                     c->op, len, rp__comm_world(c, q), (unsigned)pid,
                      got < 0 ? strerror(errno) : "nothing read");
-            return rp__comm_fail(c, RP_ERR_TRANSPORT, q);
+            return rp__comm_fail(c, RP_ERR_TRANSPORT, rp__comm_world(c, q));
         }
         d += got;
         src += (uintptr_t)got;

@@ -148,6 +148,31 @@ test_coll_shared_segment() {
     assert_contains "$out" "RINGPOINT_COLL_CMA='on': expected 1"
 }
 
+# The hierarchy across nodes (coll/hier.h), 2 ranks on each of 2 nodes and
+# 3 ranks on 2: by default (auto) it is set up and its bits are the flat
+# algorithms' (the same hash as with RINGPOINT_COLL_HIER=0); forced on for
+# every allreduce and broadcast, every dtype x op is still exact and every
+# rank has the same bits (the checker's own checks), run to run; a bad
+# value is refused.
+test_coll_hierarchy() {
+    local a b c d e f out
+    a=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$CHECK" -q 2>&1); check_ok "$a" 4
+    assert_contains "$a" "coll: hierarchy of 2 nodes"
+    assert_contains "$a" "integer allreduces and recursive doubling's sizes"
+    b=$(RINGPOINT_COLL_HIER=0 RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$CHECK" -q 2>&1); check_ok "$b" 4
+    assert_not_contains "$b" "coll: hierarchy of"
+    assert_eq "$(hash_of "$a")" "$(hash_of "$b")" "hash with the hierarchy (auto) and without"
+    c=$(RINGPOINT_COLL_HIER=1 srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$CHECK" -q 2>&1); check_ok "$c" 4
+    d=$(RINGPOINT_COLL_HIER=1 srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$CHECK" -q 2>&1); check_ok "$d" 4
+    assert_eq "$(hash_of "$d")" "$(hash_of "$c")" "hash of the second forced run"
+    e=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$e" 3
+    assert_contains "$e" "coll: hierarchy of 2 nodes"
+    f=$(RINGPOINT_COLL_HIER=1 srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$f" 3
+    out=$(RINGPOINT_COLL_HIER=yes srun --mpi=pmix -N2 -n2 "$CHECK" -q 2>&1) && fail "RINGPOINT_COLL_HIER=yes accepted"
+    echo "$out"
+    assert_contains "$out" "RINGPOINT_COLL_HIER='yes': expected auto"
+}
+
 test_coll_mpirun_oversubscribed() {
     check_ok "$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe \
         -np 3 "$CHECK" 2>&1)" 3

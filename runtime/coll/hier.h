@@ -1,0 +1,88 @@
+/*
+ * The hierarchy across nodes: with several ranks on some node of a job
+ * that spans nodes, an allreduce is reduced within each node first (the
+ * node's shared segment, shm.h), then among one leader per node over the
+ * transport (recursive doubling or the ring), then handed back within the
+ * node (a broadcast through the segment). A broadcast goes within the
+ * root's node, among the leaders, then within every other node. Only the
+ * leaders' messages cross the network: one per node and step instead of
+ * one per rank.
+ *
+ * Node membership is the job's: every rank publishes its PMIx node id
+ * (an allgather at setup), and a node's ranks are ordered by job rank.
+ * Its leader is its lowest rank; the nodes are ordered by their leaders.
+ *
+ * The reduction order. Every rank gets the leaders' result, bit for bit
+ * (the last step is a copy). What the result is depends on the order the
+ * values are combined in:
+ *  - integer types: any order gives the same bits (wrap-around sums and
+ *    products, min and max are associative);
+ *  - floating point, recursive doubling (the sizes at or below the
+ *    recursive doubling threshold): recursive doubling within the node,
+ *    then among the leaders, is recursive doubling over the job when the
+ *    job size is a power of two and every node holds the same number of
+ *    consecutive ranks (2 nodes x 2 ranks: (x0 + x1) + (x2 + x3), which is
+ *    the flat algorithm's expression, operand for operand);
+ *  - otherwise the hierarchy's expression is (node partial of node 0) OP
+ *    (node partial of node 1) ... in the leaders' algorithm's order, each
+ *    node partial evaluated as the node's own algorithm does: the result
+ *    is the same on every rank and from run to run on the same layout, but
+ *    not the flat algorithm's bits, and it changes with the layout.
+ * float16/bfloat16 are widened to float32 on entry, combined in float32 at
+ * every level and rounded once (with wire compression, as themselves).
+ *
+ * So RINGPOINT_COLL_HIER unset (auto) takes the hierarchy only where its
+ * bits are the flat algorithm's (integer types, and recursive doubling on
+ * such an aligned layout): a job's results never depend on its layout.
+ * RINGPOINT_COLL_HIER=1 takes it for every allreduce and broadcast of a
+ * job that spans nodes with several ranks on one (layout-dependent float
+ * bits, as above); 0 never.
+ */
+#ifndef RP_COLL_HIER_H
+#define RP_COLL_HIER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ringpoint/status.h"
+#include "ringpoint/types.h"
+
+struct rp_comm;
+
+typedef struct rp__hier {
+    int nnodes;
+    int node;          /* this rank's node */
+    int *node_of;      /* [job size] each rank's node */
+    int *lidx_of;      /* [job size] each rank's place within its node */
+    int *leaders;      /* [nnodes] each node's leader (job rank) */
+    int *members;      /* [local size] this node's ranks (job ranks) */
+    int lsize;
+    struct rp_comm *local;  /* this node's ranks; NULL when alone */
+    struct rp_comm *leader; /* the leaders; NULL unless this rank leads */
+    bool forced;       /* RINGPOINT_COLL_HIER=1 */
+    bool rd_aligned;   /* recursive doubling's bits (see above) */
+    size_t max_bytes;  /* auto: allreduces up to this size */
+} rp__hier_t;
+
+/* Set up c->hier if the layout and RINGPOINT_COLL_HIER call for it: a
+ * collective over the transport at rp__comm_create (after the shared
+ * segment's setup, which leaves c->shm NULL across nodes). Only a bad
+ * setting or a failing transport fails it. */
+rp_status_t rp__hier_setup(struct rp_comm *c);
+/* After the transport is gone (as rp__comm_destroy). NULL is ignored. */
+void rp__hier_destroy(rp__hier_t *h);
+
+/* Does this allreduce take the hierarchy? @algo: the flat algorithm's
+ * choice (RD or RING). The same answer on every rank. */
+bool rp__hier_wants(const struct rp_comm *c, size_t bytes, rp_dtype_t dtype,
+                    int algo);
+
+/* The collectives through the hierarchy; rp__comm_begin already called,
+ * arguments checked, count/bytes > 0. */
+rp_status_t rp__hier_allreduce(struct rp_comm *c, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype,
+                               rp_op_t op, bool half_wire, int algo);
+rp_status_t rp__hier_broadcast(struct rp_comm *c, void *buf, size_t bytes,
+                               int root);
+
+#endif /* RP_COLL_HIER_H */
