@@ -44,9 +44,16 @@
  *
  * UCX: when the job runs over TCP (UCX_TLS confines it to TCP, or its
  * nodes have no RDMA device), messages below 256 KiB go eagerly rather
- * than by rendezvous where no peer can share this host, 64 KiB where one
- * may (UCX then uses shared memory to it), and 64 KiB when a node has more
- * ranks than cores; unless UCX_RNDV_THRESH is set.
+ * than by rendezvous where no other rank runs on this host, 64 KiB where
+ * one does (UCX then uses shared memory to it), and 64 KiB when a node has
+ * more ranks than cores; unless UCX_RNDV_THRESH is set. Which ranks share
+ * a host comes from PMIx: the ranks of this node, and where some node
+ * holds a single rank the host names the ranks trade at @ref rp_init
+ * (several Slurm nodes may be one machine; that trade costs one more PMIx
+ * fence, and makes the address exchange collect all ranks' data). Only
+ * where PMIx cannot tell, a Slurm node not named after its host is taken
+ * to share it. The choice and its reason are logged at debug level
+ * (`transport: UCX rendezvous ...`).
  *
  * Non-blocking collectives (rp_iallreduce, ...) start the operation and
  * return a request at once; a progress thread of the library, started with

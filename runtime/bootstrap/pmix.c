@@ -12,7 +12,9 @@
  * initialized again): Slurm's PMIx server keeps the first copy of a remote
  * rank's data it fetched and answers later gets from it, even with
  * PMIX_GET_REFRESH_CACHE, so only a collecting fence brings the new
- * generation's keys.
+ * generation's keys. The same for a job where some node holds a single
+ * rank, whose ranks trade their host names in a fence of their own first
+ * (rp_pmix_host_share).
  *
  * The PMIx client itself is opened by the first bootstrap and stays open
  * until the process exits, however many contexts come and go; see
@@ -352,6 +354,143 @@ static rp_status_t rp_pmix_identity(rp_bootstrap_t *bs, rp_pmix_t *p)
     return RP_OK;
 }
 
+#define RP_PMIX_HOST_KEY "ringpoint.host"
+
+/* PMIx's name of this node, or NULL. Slurm's server gives the Slurm node
+ * name, which may or may not be the host's; mpirun's gives the host's. */
+static char *rp_pmix_node_name(const rp_pmix_t *p)
+{
+    pmix_value_t *val = NULL;
+    char *name = NULL;
+
+    if (PMIx_Get(&p->self, PMIX_HOSTNAME, NULL, 0, &val) == PMIX_SUCCESS &&
+        val != NULL && val->type == PMIX_STRING && val->data.string != NULL) {
+        name = strdup(val->data.string);
+    }
+    if (val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+    }
+    return name;
+}
+
+/* Does some node of the job hold a single rank? The same answer on every
+ * rank (PMIx's map of the job), so all or none trade host names. Without
+ * the map, whether every node holds one. */
+static bool rp_pmix_some_node_alone(const rp_bootstrap_t *bs,
+                                    const rp_pmix_t *p)
+{
+    char *nodes = NULL, *tok, *save = NULL;
+    pmix_proc_t *procs;
+    size_t n;
+    bool alone = false;
+
+    if (PMIx_Resolve_nodes(p->self.nspace, &nodes) != PMIX_SUCCESS ||
+        nodes == NULL || *nodes == '\0') {
+        free(nodes);
+        return bs->size == bs->node_count;
+    }
+    for (tok = strtok_r(nodes, ",", &save); tok != NULL && !alone;
+         tok = strtok_r(NULL, ",", &save)) {
+        procs = NULL;
+        n = 0;
+        if (PMIx_Resolve_peers(tok, p->self.nspace, &procs, &n) ==
+                PMIX_SUCCESS && procs != NULL) {
+            alone = n == 1;
+            PMIX_PROC_FREE(procs, n);
+        }
+    }
+    free(nodes);
+    return alone;
+}
+
+/*
+ * Does another rank of the job run on this host? Several ranks on this
+ * node say yes at once. For a rank alone on its node the node names do not
+ * tell (several slurmd of one machine are several nodes; Slurm's PMIx
+ * server names nodes as Slurm does, not after their hosts), so the ranks
+ * trade their host names, before any transport exists since the transport
+ * picks its rendezvous threshold by the answer (transport/ucx.c). Every
+ * rank decides alike whether to trade (whether some node holds one rank is
+ * a fact of the job, not of the rank), else the fence would wait for ranks
+ * that never come; only the lone ones read the names. Once a rank's data reached this node, Slurm's server answers a
+ * later key of that rank from its copy: with a second fence that did not
+ * collect, 0-3 of the 12 reads of the keys put after the trade failed
+ * (srun -N2 -n4, a trade by a fence with or without collecting), 0 of 60
+ * when both fences collected. So from here on every fence of this
+ * bootstrap collects (p->collect), as after an rp_init again; only in
+ * jobs where some node holds one rank (typically one rank per node, whose
+ * data are then one address per node).
+ * A rank whose name cannot be read is one the facts do not cover.
+ */
+static rp_status_t rp_pmix_host_share(rp_bootstrap_t *bs, rp_pmix_t *p)
+{
+    rp_host_facts_t f;
+    char host[256], key[64];
+    char **hosts = NULL;
+    char *node;
+    void *data;
+    size_t len;
+    rp_status_t status = RP_OK;
+    int r;
+
+    memset(&f, 0, sizeof(f));
+    f.rank = bs->rank;
+    f.size = bs->size;
+    f.local_size = bs->local_size;
+    if (gethostname(host, sizeof(host) - 1) == 0) {
+        host[sizeof(host) - 1] = '\0';
+        f.host = host;
+    }
+    node = rp_pmix_node_name(p);
+    f.node = node;
+    if (bs->size > 1 && bs->node_count > 1 && rp_pmix_some_node_alone(bs, p)) {
+        snprintf(key, sizeof(key), "%s.%u", RP_PMIX_HOST_KEY, bs->generation);
+        status = rp_pmix_put(bs, key, f.host != NULL ? f.host : "",
+                             f.host != NULL ? strlen(f.host) + 1 : 1);
+        if (status != RP_OK) {
+            goto out;
+        }
+        p->collect = true;
+        status = rp_pmix_fence(bs);
+        if (status != RP_OK) {
+            goto out;
+        }
+        if (bs->local_size > 1) {
+            goto decide; /* shares this host already */
+        }
+        hosts = calloc((size_t)bs->size, sizeof(*hosts));
+        if (hosts == NULL) {
+            rp_warn("bootstrap: out of memory for %d host names; the "
+                    "transport guesses which ranks share this host",
+                    bs->size);
+        }
+        for (r = 0; hosts != NULL && r < bs->size; r++) {
+            if (r == bs->rank ||
+                rp_pmix_get(bs, r, key, &data, &len) != RP_OK) {
+                continue;
+            }
+            if (len > 1 && ((char *)data)[len - 1] == '\0') {
+                hosts[r] = data; /* an empty name stays unknown */
+            } else {
+                free(data);
+            }
+        }
+        f.hosts = (const char *const *)hosts;
+    }
+decide:
+    bs->host_share = rp__bootstrap_host_share(&f, bs->host_share_why,
+                                              sizeof(bs->host_share_why));
+out:
+    if (hosts != NULL) {
+        for (r = 0; r < bs->size; r++) {
+            free(hosts[r]);
+        }
+        free(hosts);
+    }
+    free(node);
+    return status;
+}
+
 /*
  * The PMIx client of this process: opened by the first bootstrap, closed
  * when the process exits (or the library is unloaded), never in between.
@@ -478,6 +617,10 @@ rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
     bs->ops = &rp_pmix_ops;
     bs->impl = p;
     status = rp_pmix_identity(bs, p);
+    if (status != RP_OK) {
+        goto err_impl;
+    }
+    status = rp_pmix_host_share(bs, p);
     if (status != RP_OK) {
         goto err_impl;
     }

@@ -128,6 +128,9 @@ rp_status_t rp__bootstrap_single_init(rp_bootstrap_t *bs)
     bs->node_id    = 0;
     bs->node_count = 1;
     bs->impl       = NULL;
+    bs->host_share = RP_HOST_SHARE_NO;
+    rp__strlcpy(bs->host_share_why, "alone in the job",
+                sizeof(bs->host_share_why));
     rp__bootstrap_default_node_name(bs->node_name, sizeof(bs->node_name));
     rp__strlcpy(bs->job_id, job != NULL ? job : "local", sizeof(bs->job_id));
     return RP_OK;

@@ -716,21 +716,26 @@ static bool rp_ucx_oversubscribed(const rp_bootstrap_t *bs)
 }
 
 /* May another rank of the job share this host, and so be reached through
- * shared memory? Yes when this Slurm node runs other ranks, and also when
- * the Slurm node is not named after the host: several slurmd daemons of
- * one machine (slurmd -N), whose "nodes" all talk through shared memory.
- * A node named otherwise on a real cluster only costs the TCP threshold
- * below (a 128 KiB message by rendezvous over TCP). */
-static bool rp_ucx_may_share_host(const rp_bootstrap_t *bs)
+ * shared memory? What the bootstrap learnt from PMIx where it could tell
+ * (the ranks of this node; in jobs of one rank per node the host names the
+ * ranks traded: several slurmd of one machine, slurmd -N, are several
+ * nodes). Where it could not (a launcher that names nodes otherwise than
+ * after their hosts, an uneven job whose node holds one rank), a guess:
+ * yes when the Slurm node is not named after the host. A node named
+ * otherwise on a real cluster then only costs the TCP threshold below (a
+ * 128 KiB message by rendezvous over TCP). *@why_p says which. */
+static bool rp_ucx_may_share_host(const rp_bootstrap_t *bs, const char **why_p)
 {
     const char *node = getenv("SLURMD_NODENAME");
     char host[256], *dot;
 
-    if (bs->local_size > 1) {
-        return true;
+    if (bs->host_share != RP_HOST_SHARE_UNKNOWN) {
+        *why_p = bs->host_share_why;
+        return bs->host_share == RP_HOST_SHARE_YES;
     }
     if (node == NULL || *node == '\0' ||
         gethostname(host, sizeof(host) - 1) != 0) {
+        *why_p = "no facts from PMIx and no Slurm node name: guessed alone";
         return false;
     }
     host[sizeof(host) - 1] = '\0';
@@ -738,7 +743,14 @@ static bool rp_ucx_may_share_host(const rp_bootstrap_t *bs)
     if (dot != NULL && strchr(node, '.') == NULL) {
         *dot = '\0'; /* node001.cluster is node001 */
     }
-    return strcmp(node, host) != 0;
+    if (strcmp(node, host) != 0) {
+        *why_p = "no facts from PMIx, and the Slurm node is not named after "
+                 "its host: guessed shared";
+        return true;
+    }
+    *why_p = "no facts from PMIx, and the Slurm node is named after its "
+             "host: guessed alone";
+    return false;
 }
 
 static const rp_transport_ops_t rp_ucx_ops = {
@@ -765,7 +777,8 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     rp_transport_t *tp;
     rp_ucx_t *ucx;
     rp_status_t status = RP_ERR_NO_MEMORY;
-    const char *rndv;
+    const char *rndv, *why;
+    bool shared;
     ucs_status_t st;
     int i;
 
@@ -818,8 +831,8 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
      * with 256 KiB, 0.9-1.7 s with 64 KiB, 128 KiB, "auto" or a FIFO of
      * 1024 entries (UCX_MM_FIFO_SIZE). So where shared memory may carry
      * some of the traffic, 64 KiB, as for oversubscribed ranks. */
-    if (rp_ucx_net_is_tcp(bs) &&
-        (rp_ucx_tls_tcp_only() || !rp_ucx_may_share_host(bs))) {
+    shared = rp_ucx_may_share_host(bs, &why);
+    if (rp_ucx_net_is_tcp(bs) && (rp_ucx_tls_tcp_only() || !shared)) {
         rndv = "256k";
     } else if (rp_ucx_net_is_tcp(bs) || rp_ucx_oversubscribed(bs)) {
         rndv = "64k";
@@ -827,14 +840,26 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
         rndv = NULL;
     }
     ucx->owed_min = RP_UCX_OWED_MIN_BYTES;
-    if (rndv != NULL && getenv("UCX_RNDV_THRESH") == NULL) {
+    if (getenv("UCX_RNDV_THRESH") != NULL) {
+        rp_debug("transport: UCX rendezvous from UCX_RNDV_THRESH=%s, the "
+                 "user's", getenv("UCX_RNDV_THRESH"));
+    } else if (rndv == NULL) {
+        rp_debug("transport: UCX rendezvous threshold left to UCX (no TCP "
+                 "network, not oversubscribed); peers on this host: %s "
+                 "(%s)", shared ? "yes" : "no", why);
+    } else {
         st = ucp_config_modify(config, "RNDV_THRESH", rndv);
         if (st != UCS_OK) {
             rp_debug("transport: cannot set UCX_RNDV_THRESH: %s",
                      ucs_status_string(st));
         } else {
             ucx->owed_min = (size_t)atoi(rndv) * 1024;
-            rp_debug("transport: UCX rendezvous from %s", rndv);
+            rp_debug("transport: UCX rendezvous from %s (%s); peers on this "
+                     "host: %s (%s)", rndv,
+                     rp_ucx_tls_tcp_only() ? "UCX_TLS confines UCX to TCP" :
+                     rp_ucx_net_is_tcp(bs) ? "TCP between nodes" :
+                     "more ranks on this node than cores",
+                     shared ? "yes" : "no", why);
         }
     }
     memset(&params, 0, sizeof(params));

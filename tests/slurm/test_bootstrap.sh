@@ -91,17 +91,36 @@ test_srun_same_host_nodes_rendezvous() {
     # rendezvous threshold (256k), whose eager 128 KiB ring segments
     # stalled in UCX's shared-memory FIFO (issue 13: a restore's exchange
     # 10x slower). With one rank per node too, and 256k where UCX_TLS
-    # leaves TCP alone.
+    # leaves TCP alone. Known from PMIx, not guessed from the node names:
+    # the ranks of a node, and for a rank alone on its node the host names
+    # the ranks traded (n1 and n2 are both this host).
     out=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 ringpoint-info 2>&1)
     echo "$out"
     assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 64k')" 4
+    assert_eq "$(echo "$out" | grep 'UCX rendezvous' | grep -c 'peers on this host: yes')" 4
+    assert_not_contains "$out" "guessed"
     out=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n2 ringpoint-info 2>&1)
     echo "$out"
     assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 64k')" 2
+    assert_eq "$(echo "$out" | grep -c "runs on this host ($(hostname)) too (host names traded through PMIx)")" 2
+    # Uneven: rank 2 alone on n2 learns it from the trade as well.
+    out=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n3 ringpoint-info 2>&1)
+    echo "$out"
+    assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 64k')" 3
+    assert_not_contains "$out" "guessed"
     out=$(UCX_TLS=tcp,self RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 \
         ringpoint-info 2>&1)
     echo "$out"
     assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 256k')" 4
+}
+
+test_mpirun_same_host_from_pmix() {
+    local out
+    # mpirun's PMIx puts both ranks on one node: that settles it, no trade.
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root -np 2 \
+        -x RINGPOINT_LOG_LEVEL=debug ringpoint-info 2>&1)
+    echo "$out"
+    assert_eq "$(echo "$out" | grep -c 'peers on this host: yes (2 ranks on this node (PMIx))')" 2
 }
 
 test_srun_without_pmix_is_refused() {
