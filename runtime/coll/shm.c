@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -201,6 +202,22 @@ static void rp_shm_layout(rp__shm_t *sh)
     sh->data = p;
 }
 
+/* May this process's posts be plain stores? Only if a rank about to
+ * sleep can make every running rank's last post visible (and its next
+ * load of the sleepers count see the sleeper) with one system call: the
+ * global expedited membarrier, which every rank must register for before
+ * the first post. Not where seccomp or an old kernel refuses it. */
+static bool rp_fence_register(void)
+{
+    const long need = MEMBARRIER_CMD_GLOBAL_EXPEDITED |
+                      MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+    return cmds >= 0 && (cmds & need) == need &&
+           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED,
+                   0, 0) == 0;
+}
+
 /* Can every rank read every peer's memory (process_vm_readv)? The same
  * answer on every rank: an allreduce over the transport. */
 static rp_status_t rp_cma_setup(rp_comm_t *c, rp__shm_t *sh, bool on)
@@ -311,9 +328,11 @@ rp_status_t rp__shm_setup(rp_comm_t *c)
         addr = (uint64_t)(uintptr_t)&sh->probe;
         memcpy(rp__shm_line(sh, sh->rank, 0)->data, &addr, sizeof(addr));
     }
-    /* Everyone mapped it, or nobody uses it. */
-    ok = mine == RP_OK;
+    /* Everyone mapped it, or nobody uses it; and everyone can fence for
+     * the others (2), or every post pays a full fence itself (1). */
+    ok = mine != RP_OK ? 0 : rp_fence_register() ? 2 : 1;
     status = rp__comm_allreduce(c, &ok, &ok, 1, RP_DTYPE_INT32, RP_OP_MIN);
+    sh->fenced = ok == 2;
     if (c->rank == 0 && card.ok) {
         shm_unlink(card.name); /* mapped where needed: no file left behind */
     }
@@ -387,11 +406,26 @@ void rp__shm_post(rp_comm_t *c)
 {
     rp__shm_t *sh = c->shm;
 
-    /* Sequentially consistent on both sides (here: store the step, then
-     * load the sleepers; a sleeper: count itself, then load the step), so
-     * a post never misses a rank about to sleep. */
     rp__shm_line_t *line = rp__shm_line(sh, sh->rank, sh->step);
 
+    /* A post must not miss a rank about to sleep: here, store the step,
+     * then load the sleepers; a sleeper counts itself, then loads the
+     * step. Each side's store must be visible before its load. A
+     * sequentially consistent store here would wait, on every post, for
+     * the line a peer is reading (the peer polling it for this very
+     * step): most of a small broadcast's time. So the sleeper pays
+     * instead, with a membarrier between its count and its load (the
+     * rare side: it polled for a while first), and this side needs only
+     * the compiler to keep the order. Where that cannot be had, both
+     * sides fence. */
+    if (sh->fenced) {
+        atomic_store_explicit(&line->step, sh->step, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(sh->sleepers, memory_order_relaxed) != 0) {
+            rp_futex_wake(&line->step);
+        }
+        return;
+    }
     atomic_store(&line->step, sh->step);
     if (atomic_load(sh->sleepers) != 0) {
         rp_futex_wake(&line->step);
@@ -410,6 +444,12 @@ static rp_status_t rp_shm_sleep(rp_comm_t *c, int q, uint32_t k,
 
     for (;;) {
         atomic_fetch_add(sh->sleepers, 1);
+        if (sh->fenced) {
+            /* Every running rank passes a full fence: a post that came
+             * before it is seen by the load below, one after it sees our
+             * count (rp__shm_post). */
+            syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+        }
         v = atomic_load(w);
         if (!rp_reached(v, k)) {
             rp_futex_wait(w, v, RP_SHM_SLEEP_MS);

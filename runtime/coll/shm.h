@@ -22,8 +22,11 @@
  * Waiting (rp__shm_wait): poll the peer's counter (with sched_yield in
  * between when the node is oversubscribed, so the peer holding the data
  * gets the core), then sleep on a futex on that counter; a rank that posts
- * wakes the sleepers. While asleep the wait checks the peer's pid, the
- * failure notices and the timeout, as the transport's waits do.
+ * wakes the sleepers. A post is a plain store: the rare sleeper, not every
+ * post, pays for the fence that keeps a wake-up from being missed (a
+ * global membarrier; where the kernel refuses it, every post fences).
+ * While asleep the wait checks the peer's pid, the failure notices and
+ * the timeout, as the transport's waits do.
  *
  * Larger collectives (above RINGPOINT_COLL_SHM_MAX) copy once instead of
  * twice: a rank reads its peers' buffers where they lie with Linux's
@@ -84,6 +87,8 @@ typedef struct rp__shm {
     int n, rank;
     uint32_t step; /* this rank's current step */
     bool cma;      /* every rank can read every peer (process_vm_readv) */
+    bool fenced;   /* every rank registered for the global membarrier:
+                      posts are plain stores (rp__shm_post) */
     uint64_t probe; /* what the peers read to find out */
     const void **ptrs; /* [2n]: the reductions' operand lists */
 } rp__shm_t;
