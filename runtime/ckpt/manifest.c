@@ -326,6 +326,18 @@ uint64_t rp__ckpt_manifest_payload_bytes(const rp__ckpt_manifest_t *m)
     return sum;
 }
 
+void rp__ckpt_manifest_shard_header(const rp__ckpt_manifest_t *m,
+                                    uint32_t rank,
+                                    rp__ckpt_shard_header_t *hdr)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    memcpy(hdr->ckpt_id, m->ckpt_id, RP_CKPT_ID_SIZE);
+    hdr->step = m->step;
+    hdr->rank = rank;
+    hdr->world_size = m->world_size;
+    hdr->payload_length = m->shards[rank].length;
+}
+
 rp_status_t rp__mf_check_shards(const rp__ckpt_manifest_t *m, char *err,
                                 size_t errlen)
 {

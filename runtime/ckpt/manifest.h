@@ -147,6 +147,12 @@ long rp__ckpt_manifest_find_region(const rp__ckpt_manifest_t *m,
 /* Sum of all shard payload lengths (bytes of data, headers excluded). */
 uint64_t rp__ckpt_manifest_payload_bytes(const rp__ckpt_manifest_t *m);
 
+/* The header shard @rank of @m carries: what a writer of @m's shards
+ * writes and what the validator expects to find. */
+void rp__ckpt_manifest_shard_header(const rp__ckpt_manifest_t *m,
+                                    uint32_t rank,
+                                    rp__ckpt_shard_header_t *hdr);
+
 /* Format a checkpoint id as 32 lower-case hex digits into @buf (33+ bytes). */
 void rp__ckpt_id_format(const uint8_t id[RP_CKPT_ID_SIZE], char *buf,
                         size_t len);

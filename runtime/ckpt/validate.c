@@ -297,12 +297,7 @@ static rp_status_t rp__val_bad_header(rp__ckpt_verdict_t *v, const char *file,
     rp_status_t rc;
 
     if (wbuf != NULL) {
-        memset(&want, 0, sizeof(want));
-        memcpy(want.ckpt_id, m->ckpt_id, RP_CKPT_ID_SIZE);
-        want.step = m->step;
-        want.rank = rank;
-        want.world_size = m->world_size;
-        want.payload_length = m->shards[rank].length;
+        rp__ckpt_manifest_shard_header(m, rank, &want);
         rp__ckpt_shard_header_encode(&want, wbuf);
         while (i < RP_CKPT_SHARD_HEADER_SIZE && hbuf[i] == wbuf[i]) {
             i++;

@@ -55,12 +55,7 @@ static rp_status_t rp_wl_write_shard(int cfd, const char *label,
     rp_wl_segs(m, rank, stream, per_rank, segs);
     rp__ckpt_cursor_init(&cur, segs, 2, m->chunk_size,
                          m->shards[rank].chunk_crc);
-    memset(&hdr, 0, sizeof(hdr));
-    memcpy(hdr.ckpt_id, m->ckpt_id, RP_CKPT_ID_SIZE);
-    hdr.step = m->step;
-    hdr.rank = rank;
-    hdr.world_size = m->world_size;
-    hdr.payload_length = m->shards[rank].length;
+    rp__ckpt_manifest_shard_header(m, rank, &hdr);
     return rp__ckpt_shard_write(cfd, label, &hdr, &cur, NULL,
                                 RP_CKPT_FAULT_NONE, NULL);
 }
