@@ -126,6 +126,21 @@ rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create)
     return RP_OK;
 }
 
+void rp__ckpt_cleanup_once(rp__ckpt_engine_t *e, rp_log_level_t level,
+                           const char *who)
+{
+    unsigned removed = 0;
+
+    if (e->cleaned) {
+        return;
+    }
+    if (rp__ckpt_cleanup_inflight(e->dir, &removed) == RP_OK && removed > 0) {
+        rp__log(level, "%s: removed %u leftover in-flight director%s in %s",
+                who, removed, removed == 1 ? "y" : "ies", e->dir);
+    }
+    e->cleaned = true;
+}
+
 static uint32_t rp_cm_env_u32(const char *name)
 {
     const char *v = getenv(name);
@@ -188,19 +203,7 @@ static rp_status_t rp_cm_begin_root(rp__ckpt_engine_t *e, uint64_t step,
     if (rc != RP_OK) {
         return rc;
     }
-    if (!e->cleaned) {
-        /* No writer of this job has run yet: an in-flight directory can
-         * only be debris of a killed job. */
-        unsigned removed = 0;
-
-        if (rp__ckpt_cleanup_inflight(e->dir, &removed) == RP_OK &&
-            removed > 0) {
-            rp_info("checkpoint: removed %u leftover in-flight "
-                    "director%s in %s", removed, removed == 1 ? "y" : "ies",
-                    e->dir);
-        }
-        e->cleaned = true;
-    }
+    rp__ckpt_cleanup_once(e, RP_LOG_INFO, "checkpoint");
     rp__ckpt_name_committed(step, name, sizeof(name));
     if (fstatat(e->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         rp_warn("checkpoint %s/%s exists already; not taking it again",

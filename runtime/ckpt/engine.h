@@ -33,6 +33,7 @@
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
 #include "ckpt/shardio.h"
+#include "util/log.h"
 
 /* Regions of each kind are laid out in registration order, each starting
  * on a multiple of this (cache-line aligned copies; the gaps are zero). */
@@ -231,6 +232,11 @@ rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e);
 /* Make sure the root exists (rank 0 creates it) and is open; collective
  * only in the sense that every rank calls it at the same point. */
 rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create);
+/* Rank 0, before the engine's first write or restore: remove the
+ * in-flight directories a killed job left (no writer of this job has run
+ * yet, so they can only be debris), once; said at @level after @who. */
+void rp__ckpt_cleanup_once(rp__ckpt_engine_t *e, rp_log_level_t level,
+                           const char *who);
 /* mkdir -p @path, each component with the user's umask (logged). */
 rp_status_t rp__ckpt_mkdirs(const char *path);
 /* Rank 0, after a commit: apply retention on a helper thread, so the

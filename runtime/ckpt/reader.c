@@ -196,16 +196,7 @@ rp_status_t rp__rd_candidates(rp__ckpt_engine_t *e,
     if (rc != RP_OK) {
         return rc;
     }
-    if (!e->cleaned) {
-        unsigned removed = 0;
-
-        if (rp__ckpt_cleanup_inflight(e->dir, &removed) == RP_OK &&
-            removed > 0) {
-            rp_warn("restore: removed %u leftover in-flight director%s in "
-                    "%s", removed, removed == 1 ? "y" : "ies", e->dir);
-        }
-        e->cleaned = true;
-    }
+    rp__ckpt_cleanup_once(e, RP_LOG_WARN, "restore");
     rc = rp__ckpt_catalog_scan(e->dir, false, &cat);
     if (rc == RP_ERR_NOT_FOUND) {
         return RP_OK;
