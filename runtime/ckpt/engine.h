@@ -7,9 +7,18 @@
  *   engine.c   the safe point: the collective decision, the state machine
  *   commit.c   two-phase commit: begin (in-flight dir), write, finish
  *   async.c    staging buffers and the background writer thread
+ *   shardio.c  the durable file steps of one checkpoint (a shard from
+ *              memory segments, the manifest, the commit rename), shared
+ *              with the format layer's one-process writer
+ *   devstage.c device regions copied to page-locked host memory (through
+ *              the GPU module) and back
+ *   budget.c   the time a stop has, and whether its checkpoint fits
+ *   watchdog.c ends a stop whose checkpoint write hangs past that time
  *   reader*.c  restore on any world size, with fall-back on bad CRCs
  *              (reader.h says which file does what)
  *   api.c      the public functions (argument checks)
+ * The format layer's files (manifest, shard header, validator, catalog,
+ * retention) are listed in catalog.h.
  *
  * Threads: only the application's thread runs collectives. The writer
  * thread of async mode writes and fsyncs this rank's shard and nothing
