@@ -6,7 +6,8 @@
 #   scripts/gpu-checks.sh PREFIX OUTDIR [CKPT_GIB...]
 #
 # PREFIX is a `make install` of ringpoint configured with CUDA and NCCL;
-# OUTDIR receives one log per part (env, checks, coll, ckpt, dup). The
+# OUTDIR receives one log per part (env, checks, coll, ckpt, dup); the
+# checks include python/tests where python3 has torch. The
 # checkpoint sizes default to 1 4 16 GiB; their files go to
 # RP_GPU_CKPT_DIR (default /var/tmp/rp-gpu-ckpt), removed after each size.
 # Exit status: the number of parts that failed.
@@ -34,6 +35,24 @@ part() { # part NAME: run the rest as one part, its output into NAME.txt
     [ $rc -eq 0 ] || failed=$((failed + 1))
     return $rc
 }
+# refused NAME PATTERN CMD...: a part whose command must fail, at once
+# and by name: it passes when CMD exits non-zero before its timeout (124)
+# and its output holds PATTERN.
+refused() {
+    local name=$1 pattern=$2 rc log
+    shift 2
+    echo "== $name (must be refused: $pattern): $*" | tee -a "$out/$name.txt"
+    log=$("$@" 2>&1)
+    rc=$?
+    printf '%s\n' "$log" >>"$out/$name.txt"
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && printf '%s\n' "$log" | grep -q "$pattern"; then
+        echo "== $name: refused as it should be (exit $rc)" | tee -a "$out/$name.txt"
+        return 0
+    fi
+    echo "== $name: NOT refused as it should be (exit $rc)" | tee -a "$out/$name.txt"
+    failed=$((failed + 1))
+    return 1
+}
 libexec=$prefix/libexec/ringpoint
 
 {
@@ -56,6 +75,13 @@ done
 part checks timeout 300 "$prefix/bin/ringpoint-bench" allreduce -D cuda -b 4K -e 4K \
     -o all -d all -n 5
 
+# The Python package's tests under the machine's own torch, CUDA tensors
+# among them (python/tests/test_cuda.py runs only where a GPU is seen).
+if python3 -c 'import torch' 2>/dev/null; then
+    part checks env RINGPOINT_LIBRARY="$prefix/lib/libringpoint.so.0" \
+        sh -c 'cd "$1/python" && timeout 300 python3 -m pytest -q tests' sh "$top"
+fi
+
 # 2. The module's overhead over NCCL called directly.
 part coll timeout 300 "$libexec/ringpoint-gpu-bench" coll -r 7 -i 2000
 
@@ -63,10 +89,11 @@ part coll timeout 300 "$libexec/ringpoint-gpu-bench" coll -r 7 -i 2000
 #    two ranks on one device). Both the default binding and a forced one.
 if command -v mpirun >/dev/null; then
     mpi=(mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_LIBRARY_PATH -x RINGPOINT_LOG_LEVEL)
-    part dup timeout 120 "${mpi[@]}" "$libexec/ringpoint-gpu-check" device 0
-    part dup timeout 120 "${mpi[@]}" -x RINGPOINT_GPU_DEVICE=0 \
+    refused dup 'tasks on this node share 1 visible GPU' \
+        timeout 120 "${mpi[@]}" "$libexec/ringpoint-gpu-check" device 0
+    refused dup 'Duplicate GPU' timeout 120 "${mpi[@]}" -x RINGPOINT_GPU_DEVICE=0 \
         "$libexec/ringpoint-gpu-check" device 0
-    part dup timeout 120 "${mpi[@]}" -x RINGPOINT_GPU_DEVICE=0 \
+    refused dup 'Duplicate GPU' timeout 120 "${mpi[@]}" -x RINGPOINT_GPU_DEVICE=0 \
         "$prefix/bin/ringpoint-bench" allreduce -D cuda -b 4K -e 4K
 fi
 

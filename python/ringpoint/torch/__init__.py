@@ -84,13 +84,21 @@ def is_homogeneous():
 
 
 def _gpu_module_present():
+    # Where the library itself looks: RINGPOINT_GPU_MODULE, else the path
+    # `make install` baked in; a package used from the source tree (no
+    # _config) with RINGPOINT_LIBRARY set looks beside that library, as
+    # the library's own default ($libdir/ringpoint) does for an install.
     path = _os.environ.get("RINGPOINT_GPU_MODULE")
     if not path:
         try:
             from ringpoint import _config
             path = _config.GPU_MODULE
         except ImportError:
-            return False
+            lib = _os.environ.get("RINGPOINT_LIBRARY")
+            if not lib:
+                return False
+            path = _os.path.join(_os.path.dirname(_os.path.realpath(lib)),
+                                 "ringpoint", "ringpoint-nccl.so")
     return _os.path.exists(path)
 
 
