@@ -42,6 +42,31 @@ check "spank/ includes nothing of runtime/ but util/" "$(includes spank |
 check "spank/ includes no PMIx, UCX or CUDA header" "$(includes spank |
     grep -E '<(pmix|ucp/|ucs/|uct/|cuda|nccl)')"
 
+# Each layer uses only the ones below it: the lower layers include nothing
+# of the runtime above them (the public headers and config.h aside).
+# only_below DIR ALLOWED: DIR's quoted includes outside ALLOWED (a regex of
+# folder names).
+only_below() {
+    includes "$1" | grep -E '#[[:space:]]*include[[:space:]]*"' |
+        grep -v -E "#[[:space:]]*include[[:space:]]*\"(($2|ringpoint)/[^\"]*|config\.h|ringpoint\.h)\""
+}
+check "runtime/util/ includes nothing of the runtime" "$(only_below runtime/util 'util')"
+check "runtime/reduce/ includes only util/" "$(only_below runtime/reduce 'reduce|util')"
+check "runtime/bootstrap/ includes only util/" "$(only_below runtime/bootstrap 'bootstrap|util')"
+check "runtime/transport/ includes only bootstrap/ and util/" "$(only_below runtime/transport 'transport|bootstrap|util')"
+check "runtime/signal/ includes only util/" "$(only_below runtime/signal 'signal|util')"
+
+# The Python package reaches the library only through the public API: every
+# function it declares to ctypes is one the public headers declare.
+check "python/ringpoint declares only functions of include/ringpoint" "$(
+    grep -rhoE '_declare\("[A-Za-z0-9_]+"' python/ringpoint 2>/dev/null |
+        sed -E 's/_declare\("//; s/"$//' | sort -u |
+        while read -r f; do
+            grep -rqE "\b$f[[:space:]]*\(" include/ringpoint.h include/ringpoint ||
+                echo "python/ringpoint: $f is not in the public headers"
+        done
+    grep -rnE '\brp__[a-z]' python/ringpoint 2>/dev/null)"
+
 # Collectives choose a backend through coll/backend.h's table and reach the
 # wire through transport/transport.h: never the GPU path's or the NCCL
 # module's internals, never UCX itself.
