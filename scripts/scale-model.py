@@ -857,6 +857,9 @@ def report(a):
     if a.svg:
         write_svg(a.svg, points)
         print("\nplot: %s" % os.path.relpath(a.svg))
+        png = svg_to_png(a.svg)
+        if png:
+            print("plot: %s" % os.path.relpath(png))
     return summary
 
 
@@ -996,6 +999,18 @@ PANELS = [("allreduce", "allreduce time (s)"), ("bootstrap", "fence / modex (s)"
           ("checkpoint", "checkpoint write, restore (s)"),
           ("stop", "signal to commit (s)"), ("memory", "RSS of the first collectives (KiB)"),
           ("endpoints", "endpoints per rank")]
+
+
+def svg_to_png(svg):
+    """The PNG beside @svg, rasterised by librsvg's rsvg-convert (Debian's
+    librsvg2-bin) where it is installed; None (and why) where it is not."""
+    tool = shutil.which("rsvg-convert")
+    if tool is None:
+        print("no rsvg-convert (apt install librsvg2-bin): %s only" % svg)
+        return None
+    png = os.path.splitext(svg)[0] + ".png"
+    subprocess.run([tool, "--background-color=white", "-o", png, svg], check=True)
+    return png
 
 
 def write_svg(path, points):

@@ -6,10 +6,14 @@
 For every collective in ROWS, OUT_PREFIX-COLL.svg: one row of panels per
 layout, time (us) and busbw (GB/s) against size, both on log scales, one
 line per tool (the median over rounds of the out-of-place figure, as the
-tables print). Plain SVG written here: no plotting library is needed.
+tables print). Plain SVG written here (no plotting library is needed), and
+a PNG beside it where rsvg-convert (librsvg2-bin) is installed.
 """
 import math
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
 
@@ -115,8 +119,17 @@ def main():
     for coll in sorted({k[0] for k in d}):
         if not any(k[0] == coll and k[3] > 0 for k in d):
             continue  # a barrier: one size, nothing to draw
-        plot(d, coll, f"{sys.argv[2]}-{coll}.svg")
-        print(f"{sys.argv[2]}-{coll}.svg")
+        svg = f"{sys.argv[2]}-{coll}.svg"
+        plot(d, coll, svg)
+        print(svg)
+        # A PNG beside it for viewers that show no SVG, where Debian's
+        # librsvg2-bin (rsvg-convert) is installed.
+        tool = shutil.which("rsvg-convert")
+        if tool is not None:
+            png = os.path.splitext(svg)[0] + ".png"
+            subprocess.run([tool, "--background-color=white", "-o", png, svg],
+                           check=True)
+            print(png)
 
 
 if __name__ == "__main__":
