@@ -39,6 +39,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_coll.c \
 	runtime/coll/shm_cma.c runtime/coll/shm_eval.h \
 	runtime/coll/hier.c runtime/coll/hier.h \
+	runtime/coll/tune.c runtime/coll/tune.h \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \
@@ -76,7 +77,8 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/reader_plan.c runtime/ckpt/reader_shard.c \
 	runtime/ckpt/reader_find.c \
 	runtime/ckpt/api.c
-runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"'
+runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"' \
+	-DRP_SYSCONFDIR='"$(sysconfdir)"'
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la -lpthread
 # What anything linking the core (the library, unit tests) needs at link time.
@@ -130,7 +132,7 @@ bin_PROGRAMS += runtime/tools/ringpoint-bench
 runtime_tools_ringpoint_bench_SOURCES = runtime/tools/bench.c \
 	runtime/tools/bench.h runtime/tools/bench_opts.c \
 	runtime/tools/bench_loop.c runtime/tools/bench_check.c \
-	runtime/tools/bench_device.c \
+	runtime/tools/bench_device.c runtime/tools/bench_tune.c \
 	runtime/tools/benchtable.c runtime/tools/benchtable.h
 runtime_tools_ringpoint_bench_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 runtime_tools_ringpoint_bench_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)

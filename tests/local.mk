@@ -13,7 +13,8 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_coll tests/unit/test_ckpt_engine tests/unit/test_budget \
 	tests/unit/test_ckpt_regions \
 	tests/unit/test_gpu_binding tests/unit/test_gpu_path \
-	tests/unit/test_liveness tests/unit/test_host_share
+	tests/unit/test_liveness tests/unit/test_host_share \
+	tests/unit/test_coll_tune
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -42,6 +43,11 @@ tests_unit_test_host_share_SOURCES = tests/unit/test_host_share.c
 tests_unit_test_host_share_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_host_share_LDADD = $(UNIT_LIBS)
 tests_unit_test_host_share_LDFLAGS = $(UNIT_LINKFLAGS)
+
+tests_unit_test_coll_tune_SOURCES = tests/unit/test_coll_tune.c
+tests_unit_test_coll_tune_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_coll_tune_LDADD = $(UNIT_LIBS)
+tests_unit_test_coll_tune_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_budget_SOURCES = tests/unit/test_budget.c
 tests_unit_test_budget_CPPFLAGS = $(UNIT_CPPFLAGS)

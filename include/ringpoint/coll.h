@@ -42,6 +42,32 @@
  * off, RINGPOINT_COLL_CMA=0 the direct reads. Results are the same bits
  * on every path.
  *
+ * Ranks on several nodes, several on one: the collectives may go
+ * through a hierarchy, within each node through its shared segment, among
+ * one leader per node over UCX, then back within the node (only the
+ * leaders' messages cross the network). RINGPOINT_COLL_HIER = `auto`
+ * (default) takes it only where its bits are the flat algorithm's
+ * (integer types; float allreduces in recursive doubling's range when the
+ * job has 2^k ranks in equal blocks of consecutive ranks per node, e.g.
+ * srun --ntasks-per-node), so results never depend on the layout; `1`
+ * for every allreduce and broadcast: then float results are each node's
+ * partial result (its ranks combined in rank order by the node's
+ * algorithm) combined by the leaders' algorithm in node order, the same
+ * on every rank and from run to run on one layout, but not the flat
+ * algorithm's last bits, and they change with the layout; `0` never.
+ *
+ * Tuning table: the switch points (recursive doubling's limit, the
+ * segment's limit, the hierarchy's) may come from a file measured by
+ * `ringpoint-bench --tune FILE` on the cluster: RINGPOINT_COLL_TUNE_FILE
+ * names it (`none`: no table), else SYSCONFDIR/ringpoint/coll-tune.conf
+ * is read if present. Rank 0 reads it and sends it to the others, so all
+ * ranks switch alike. A switch point's own variable
+ * (RINGPOINT_ALLREDUCE_RD_MAX, RINGPOINT_COLL_SHM_MAX) wins over the
+ * table. A file of another version or with a malformed line is refused
+ * with a warning naming the file and line, and the built-in switch points
+ * stay. The switch points choose the algorithm, and so the last bits of
+ * float results: keep one table across a job's restarts.
+ *
  * UCX: when the job runs over TCP (UCX_TLS confines it to TCP, or its
  * nodes have no RDMA device), messages below 256 KiB go eagerly rather
  * than by rendezvous where no other rank runs on this host, 64 KiB where

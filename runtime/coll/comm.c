@@ -6,6 +6,7 @@
 #include "coll/comm.h"
 #include "coll/hier.h"
 #include "coll/shm.h"
+#include "coll/tune.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -237,7 +238,12 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
     if (status != RP_OK) {
         goto err_free;
     }
-    status = rp__shm_setup(c);
+    c->hier_max = SIZE_MAX;
+    status = rp__tune_setup(c, settings->rd_max_bytes != RP_RD_MAX_AUTO,
+                            shm_max_set);
+    if (status == RP_OK) {
+        status = rp__shm_setup(c);
+    }
     if (status == RP_OK) {
         status = rp__hier_setup(c);
     }

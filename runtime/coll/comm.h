@@ -100,8 +100,10 @@ typedef struct rp_comm {
     const int *world;
     struct rp_comm *parent;
     uint32_t seq_base;
-    /* The job's hierarchy when its ranks span nodes (hier.h), else NULL. */
+    /* The job's hierarchy when its ranks span nodes (hier.h), else NULL;
+     * auto takes it for allreduces up to hier_max (tune.h). */
     struct rp__hier *hier;
+    size_t hier_max;
 } rp_comm_t;
 
 /* shm_max unless RINGPOINT_COLL_SHM_MAX says otherwise. Above it reading

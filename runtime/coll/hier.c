@@ -182,7 +182,7 @@ rp_status_t rp__hier_setup(rp_comm_t *c)
         goto err_free;
     }
     h->forced = mode == 1;
-    h->max_bytes = SIZE_MAX;
+    h->max_bytes = c->hier_max;
     if (h->lsize > 1) {
         status = rp_hier_sub(c, h->members, h->lsize,
                              h->lidx_of[c->rank], &h->local);

@@ -96,6 +96,11 @@ int main(int argc, char **argv)
     rp_context_query(g_ctx, &attr);
     g_rank = attr.rank;
     g_size = attr.size;
+    if (o.tune_path != NULL) {
+        exit_status = bench_tune(&o);
+        rp_finalize(g_ctx);
+        return exit_status;
+    }
     if (o.coll == COLL_BROADCAST && o.root >= g_size) {
         if (g_rank == 0) {
             fprintf(stderr, "ringpoint-bench: root %d is not a rank (0..%d)\n",

@@ -36,6 +36,7 @@ typedef struct opts {
     bool device;                  /* -D cuda: buffers on the GPU */
     rp_op_t op;
     rp_dtype_t dtype;
+    const char *tune_path;        /* -T: measure and write the table */
 } opts_t;
 
 /* The job, set once by main. */
@@ -70,6 +71,11 @@ rp_dtype_t bench_type(int i);
 const char *type_name(rp_dtype_t t);
 const char *op_name(rp_op_t op);
 const char *coll_name(coll_t c);
+
+/* ---- bench_tune.c ---- */
+
+/* --tune: the exit status. */
+int bench_tune(const opts_t *o);
 
 /* ---- bench_check.c ---- */
 

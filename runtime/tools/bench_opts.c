@@ -77,6 +77,11 @@ static void usage(FILE *out)
         "  -D, --device host|cuda  where the buffers are (default host); cuda:\n"
         "                        this task's GPU, through NCCL; exit 77 (skip)\n"
         "                        where there is no GPU path. Not with -Z or -O\n"
+        "  -T, --tune FILE       measure this layout's switch points (recursive\n"
+        "                        doubling/ring, segment slots/single-copy,\n"
+        "                        hierarchy on/off; sizes -b..-e, -n, -w) and\n"
+        "                        write the tuning table RINGPOINT_COLL_TUNE_FILE\n"
+        "                        reads\n"
         "Size is the buffer in bytes (allgather: the whole output). time is\n"
         "in microseconds; algbw = size / time; busbw = algbw * 2(n-1)/n for\n"
         "allreduce, (n-1)/n for allgather, 1 for broadcast (GB/s = 1e9 B/s).\n"
@@ -129,6 +134,7 @@ int parse_args(int argc, char **argv, opts_t *o)
         {"compress", required_argument, NULL, 'Z'},
         {"overlap", required_argument, NULL, 'O'},
         {"device", required_argument, NULL, 'D'},
+        {"tune", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -155,7 +161,7 @@ int parse_args(int argc, char **argv, opts_t *o)
         argv++;
         argc--;
     }
-    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:Z:O:D:h", longopts,
+    while ((ch = getopt_long(argc, argv, "C:b:e:f:n:w:c:o:d:r:m:G:Z:O:D:T:h", longopts,
                              NULL)) != -1) {
         bool ok = true;
 
@@ -217,6 +223,10 @@ int parse_args(int argc, char **argv, opts_t *o)
         case 'm':
             ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0;
             o->mean = strcmp(optarg, "mean") == 0;
+            break;
+        case 'T':
+            o->tune_path = optarg;
+            ok = *optarg != '\0';
             break;
         case 'h':
             usage(stdout);

@@ -159,6 +159,61 @@ test_bench_device_mode() {
     assert_contains "$out" "the GPU module /nonexistent/ringpoint-nccl.so cannot be loaded"
 }
 
+# tuned_bench TABLE [VAR=VALUE...]: a small checked allreduce run on one
+# node with TABLE as RINGPOINT_COLL_TUNE_FILE and the debug log; prints it.
+tuned_bench() {
+    local table=$1 out
+    shift
+    out=$(env RINGPOINT_COLL_TUNE_FILE="$table" RINGPOINT_LOG_LEVEL=debug "$@" \
+        srun --mpi=pmix -N1 -n2 ringpoint-bench allreduce -b 4 -e 64K -f 16 -n 2 -w 1 2>&1)
+    echo "$out"
+    # Checked here, by status: errexit does not reach into $(...).
+    case "$out" in
+    *"# Out of bounds values : 0 OK"*) ;;
+    *) echo "FAIL: the bench with $table did not run clean" >&2; return 1 ;;
+    esac
+}
+
+# The tuning table (coll/tune.h): --tune in its fast form (sizes to 16 KiB,
+# 3 iterations: a few seconds) at 2 nodes x 2 ranks measures recursive
+# doubling against the ring and the hierarchy against the flat path, and
+# writes a versioned table; a job given it reads and applies it (the debug
+# log says what it took); a switch point's own variable wins; a malformed
+# table or one of another version is refused with a warning naming the
+# file and line, and the job runs on the built-in switch points.
+test_bench_tune_table() {
+    local dir=$RP_CLUSTER_DIR/work/tune out rd
+    mkdir -p "$dir"
+    rm -f "$dir"/*.conf
+    out=$(srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 ringpoint-bench --tune "$dir/t.conf" \
+        -b 4 -e 16K -n 3 -w 1 2>&1) || fail "ringpoint-bench --tune exited $?"
+    echo "$out"
+    assert_contains "$out" "# allreduce_rd_max: recursive doubling (A) against the ring (B)"
+    assert_contains "$out" "# hier_max: the hierarchy (A) against the flat algorithms (B)"
+    assert_contains "$out" "# wrote $dir/t.conf"
+    cat "$dir/t.conf"
+    assert_eq "$(grep -v '^#' "$dir/t.conf" | head -1)" "ringpoint-coll-tune 1" "the table's version line"
+    rd=$(sed -n 's/^allreduce_rd_max \([0-9]*\)$/\1/p' "$dir/t.conf")
+    [ -n "$rd" ] || fail "no allreduce_rd_max in the table"
+    grep -Eq '^hier_max [0-9]+$' "$dir/t.conf" || fail "no hier_max in the table"
+    out=$(RINGPOINT_COLL_TUNE_FILE=$dir/t.conf RINGPOINT_LOG_LEVEL=debug \
+        srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 ringpoint-bench allreduce -b 4 -e 64K -f 16 -n 2 -w 1 2>&1)
+    bench_ok "$out"
+    assert_contains "$out" "coll: tuning table $dir/t.conf: allreduce_rd_max $rd,"
+    printf '# by hand\nringpoint-coll-tune 1\nallreduce_rd_max 12345\nshm_max 4096\n' >"$dir/hand.conf"
+    out=$(tuned_bench "$dir/hand.conf")
+    assert_contains "$out" "coll: tuning table $dir/hand.conf: allreduce_rd_max 12345, shm_max 4096,"
+    out=$(tuned_bench "$dir/hand.conf" RINGPOINT_ALLREDUCE_RD_MAX=100)
+    assert_contains "$out" "allreduce_rd_max 100 (RINGPOINT_ALLREDUCE_RD_MAX), shm_max 4096,"
+    printf 'ringpoint-coll-tune 1\nallreduce_rd_max 12345\nbogus 1\n' >"$dir/bad.conf"
+    out=$(tuned_bench "$dir/bad.conf")
+    assert_contains "$out" "tuning table refused, the built-in switch points stay: $dir/bad.conf:3: unknown key 'bogus'"
+    assert_not_contains "$out" "allreduce_rd_max 12345"
+    printf 'ringpoint-coll-tune 7\nallreduce_rd_max 12345\n' >"$dir/v7.conf"
+    out=$(tuned_bench "$dir/v7.conf")
+    assert_contains "$out" "$dir/v7.conf:1: version 7; this ringpoint reads version 1"
+}
+
 test_bench_rejects_bad_arguments() {
     local rc=0
     ringpoint-bench -o nosuchop >/dev/null 2>&1 || rc=$?
