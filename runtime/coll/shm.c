@@ -553,6 +553,32 @@ rp_status_t rp__shm_step(rp_comm_t *c, size_t bytes, char **slot_p)
     return status;
 }
 
+/* Copy @len bytes into this rank's line or slot. Its small slots are
+ * read by its peers on every step, so they hold them in their caches. A
+ * vector loop (glibc's memcpy up to about 2 KiB) must first read each
+ * line back from the peer that holds it (a read for ownership) before
+ * overwriting it whole; the string instruction's fast-string protocol
+ * claims whole lines without reading them. Measured at 2 ranks (medians
+ * of 3 runs): broadcast of 2 KiB 0.54-0.62 -> 0.28-0.29 us, allreduce of
+ * 1 KiB 0.83 -> 0.76; below 1 KiB its start-up costs more than it saves
+ * (allreduce of 512 B 0.53 -> 0.68). Larger copies are glibc's, which
+ * takes the string instruction itself from 2 KiB up. */
+#define RP_SHM_MOVSB_MIN 1024
+
+static void rp_shm_copy_in(char *dst, const void *src, size_t len)
+{
+#if defined(__x86_64__)
+    if (len >= RP_SHM_MOVSB_MIN && len <= RP_SHM_SMALL) {
+        __asm__ volatile("rep movsb"
+                         : "+D"(dst), "+S"(src), "+c"(len)
+                         :
+                         : "memory");
+        return;
+    }
+#endif
+    memcpy(dst, src, len);
+}
+
 rp_status_t rp__shm_publish(rp_comm_t *c, const void *src, size_t len)
 {
     char *slot;
@@ -562,8 +588,8 @@ rp_status_t rp__shm_publish(rp_comm_t *c, const void *src, size_t len)
         return status;
     }
     if (src != NULL) {
-        memcpy(rp__shm_data(c->shm, c->shm->rank, c->shm->step, len), src,
-               len);
+        rp_shm_copy_in(rp__shm_data(c->shm, c->shm->rank, c->shm->step, len),
+                       src, len);
     }
     rp__shm_post(c);
     return RP_OK;
