@@ -89,8 +89,12 @@ void rp__hier_destroy(rp__hier_t *h)
     if (h == NULL) {
         return;
     }
+    if (h->lane != h->leader) {
+        rp_hier_sub_free(h->lane);
+    }
     rp_hier_sub_free(h->leader);
     rp_hier_sub_free(h->local);
+    free(h->lane_world);
     free(h->members);
     free(h->leaders);
     free(h->lidx_of);
@@ -140,6 +144,37 @@ static bool rp_hier_layout(rp__hier_t *h, const int32_t *ids, int n, int me)
         h->rd_aligned = h->node_of[r] == r / per && h->lidx_of[r] == r % per;
     }
     return h->nnodes > 1 && maxl > 1;
+}
+
+/* Every node the same size: this rank's lane, local rank i of every node
+ * in node order (lane 0: the leaders). The layout decides it, so every
+ * rank alike. */
+static rp_status_t rp_hier_lanes(rp_comm_t *c, rp__hier_t *h)
+{
+    const int me = h->lidx_of[c->rank];
+
+    h->uniform = h->lsize > 1 && c->size == h->nnodes * h->lsize;
+    for (int r = 0; r < c->size && h->uniform; r++) {
+        h->uniform = h->lidx_of[r] < h->lsize;
+    }
+    if (!h->uniform) {
+        return RP_OK;
+    }
+    h->lane_world = calloc((size_t)h->nnodes, sizeof(int));
+    if (h->lane_world == NULL) {
+        rp_error("coll: out of memory for the hierarchy's lanes");
+        return RP_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < c->size; r++) {
+        if (h->lidx_of[r] == me) {
+            h->lane_world[h->node_of[r]] = r;
+        }
+    }
+    if (me == 0) {
+        h->lane = h->leader;
+        return RP_OK;
+    }
+    return rp_hier_sub(c, h->lane_world, h->nnodes, h->node, &h->lane);
 }
 
 rp_status_t rp__hier_setup(rp_comm_t *c)
@@ -200,13 +235,18 @@ rp_status_t rp__hier_setup(rp_comm_t *c)
             goto err_free;
         }
     }
+    status = rp_hier_lanes(c, h);
+    if (status != RP_OK) {
+        goto err_free;
+    }
     free(ids);
     c->hier = h;
     if (c->rank == 0) {
         rp_debug("coll: hierarchy of %d nodes (this node: %d ranks%s), "
-                 "leaders over the transport; %s", h->nnodes, h->lsize,
+                 "leaders over the transport%s; %s", h->nnodes, h->lsize,
                  h->local != NULL && h->local->shm != NULL
                      ? ", shared segment" : "",
+                 h->uniform ? ", lanes from 256 KiB" : "",
                  h->forced ? "every allreduce and broadcast "
                              "(RINGPOINT_COLL_HIER=1)"
                  : h->rd_aligned ? "integer allreduces and recursive "
@@ -267,6 +307,41 @@ static rp_status_t rp_hier_level(rp_comm_t *s, void *buf, size_t count,
     return status;
 }
 
+/* Steps 2 and 3 in lanes (hier.h): @acc holds the node's partial result
+ * (float32 for half types unless @half_wire). */
+static rp_status_t rp_hier_lanes_allreduce(rp_comm_t *c, void *recvbuf,
+                                           void *acc, size_t count,
+                                           rp_dtype_t dtype, rp_op_t op,
+                                           bool half_wire, int algo)
+{
+    rp__hier_t *h = c->hier;
+    const bool half = rp__dtype_is_half(dtype) && !half_wire;
+    const rp_dtype_t wtype = half ? RP_DTYPE_FLOAT32 : dtype;
+    const size_t per = count / (size_t)h->lsize, es = rp_dtype_size(dtype);
+    const size_t first = per * (size_t)h->lidx_of[c->rank];
+    char *mine = (char *)acc + first * rp_dtype_size(wtype);
+    char *out = (char *)recvbuf + first * es;
+    rp_status_t status;
+
+    status = rp_hier_level(h->lane, mine, per, wtype,
+                           op == RP_OP_AVG ? RP_OP_SUM : op, half_wire, algo,
+                           mine);
+    if (status == RP_OK) {
+        if (op == RP_OP_AVG) {
+            rp__reduce_scale(wtype, mine, per, c->size);
+        }
+        if (half) {
+            rp__half_narrow(dtype, out, (const float *)mine, per);
+        }
+        /* Each rank's slice is its block of the result already. */
+        status = rp__comm_allgather(h->local, out, recvbuf, per * es);
+    }
+    if (status != RP_OK && c->broken == RP_OK) {
+        c->broken = status;
+    }
+    return status;
+}
+
 rp_status_t rp__hier_allreduce(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t count, rp_dtype_t dtype,
                                rp_op_t op, bool half_wire, int algo)
@@ -302,6 +377,11 @@ rp_status_t rp__hier_allreduce(rp_comm_t *c, const void *sendbuf,
             memcpy(acc, src, wbytes);
         }
         status = RP_OK;
+    }
+    if (status == RP_OK && h->uniform && count % (size_t)h->lsize == 0 &&
+        count * rp_dtype_size(dtype) >= RP_HIER_LANES_MIN) {
+        return rp_hier_lanes_allreduce(c, recvbuf, acc, count, dtype, op,
+                                       half_wire, algo);
     }
     /* 2. Among the leaders, over the network. */
     if (status == RP_OK && h->leader != NULL) {

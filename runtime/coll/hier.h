@@ -8,6 +8,17 @@
  * leaders' messages cross the network: one per node and step instead of
  * one per rank.
  *
+ * Lanes: when every node has the same number L of ranks, an allreduce of
+ * at least RP_HIER_LANES_MIN bytes whose count L divides goes in L lanes
+ * instead: after the node's reduction, local rank i reduces the i-th L-th
+ * of the elements with local rank i of every other node (lane 0 is the
+ * leaders), all lanes at once, and the node's ranks then gather the
+ * slices (an allgather through the segment). Each rank sends 1/L of the
+ * bytes over the network, on L connections a node instead of one. The
+ * per-element expression is the leaders' for recursive doubling (it works
+ * element by element); for the ring it is the ring's over the slice,
+ * deterministic for the layout as below.
+ *
  * Node membership is the job's: every rank publishes its PMIx node id
  * (an allgather at setup), and a node's ranks are ordered by job rank.
  * Its leader is its lowest rank; the nodes are ordered by their leaders.
@@ -59,6 +70,10 @@ typedef struct rp__hier {
     int lsize;
     struct rp_comm *local;  /* this node's ranks; NULL when alone */
     struct rp_comm *leader; /* the leaders; NULL unless this rank leads */
+    struct rp_comm *lane;   /* local rank i of every node, when uniform;
+                               the leaders' for i == 0 */
+    int *lane_world;        /* [nnodes] its ranks */
+    bool uniform;           /* every node has lsize ranks */
     bool forced;       /* RINGPOINT_COLL_HIER=1 */
     bool rd_aligned;   /* recursive doubling's bits (see above) */
     size_t max_bytes;  /* auto: allreduces up to this size */
@@ -69,6 +84,10 @@ typedef struct rp__hier {
  * segment's setup, which leaves c->shm NULL across nodes). Only a bad
  * setting or a failing transport fails it. */
 rp_status_t rp__hier_setup(struct rp_comm *c);
+
+/* The smallest allreduce that goes in lanes: below it the lanes' extra
+ * local allgather costs more than the bytes they save. */
+#define RP_HIER_LANES_MIN (256u * 1024)
 /* After the transport is gone (as rp__comm_destroy). NULL is ignored. */
 void rp__hier_destroy(rp__hier_t *h);
 
