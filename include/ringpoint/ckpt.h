@@ -193,9 +193,13 @@ typedef struct rp_ckpt_desc {
  * @brief Describe the newest complete checkpoint older than @p before_step.
  *
  * Collective. Rank 0 chooses as @ref rp_restore would (leftovers of
- * interrupted writes removed, a quick scan of manifests and shard headers,
- * the manifest read and checked) among the checkpoints whose step is less
- * than @p before_step, and every rank receives the same description. The
+ * interrupted writes removed, the newest checkpoint whose manifest reads
+ * and verifies) among the checkpoints whose step is less than
+ * @p before_step, and every rank receives the same description. Its
+ * shards are checked when it is read, every rank checking its share: a
+ * checkpoint with a missing or damaged shard is found here and then
+ * refused by @ref rp_restore_step with RP_ERR_CORRUPT (ask again with its
+ * step as @p before_step). The
  * registered table is neither needed nor changed: use it to register
  * exactly the checkpoint's regions before @ref rp_restore_step. Walk to
  * older checkpoints by passing the step found as the next @p before_step.

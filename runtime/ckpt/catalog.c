@@ -57,7 +57,8 @@ static void rp__cat_judged(rp__ckpt_entry_t *e)
 }
 
 /* Fill @e for a committed-name entry. RP_ERR_NOT_FOUND: it vanished. */
-static rp_status_t rp__cat_examine(int dfd, bool full, rp__ckpt_entry_t *e)
+static rp_status_t rp__cat_examine(int dfd, rp__cat_depth_t depth,
+                                   rp__ckpt_entry_t *e)
 {
     rp__ckpt_manifest_t m;
     uint64_t msize = 0;
@@ -98,7 +99,7 @@ static rp_status_t rp__cat_examine(int dfd, bool full, rp__ckpt_entry_t *e)
         rp__cat_judged(e);
         return RP_OK;
     }
-    rc = rp__cat_validate_dirfd(cfd, e->name, full, &e->verdict, &m, &msize);
+    rc = rp__cat_validate_dirfd(cfd, e->name, depth, &e->verdict, &m, &msize);
     rp__cat_close_ro(&cfd);
     if (rc == RP_ERR_NO_MEMORY) {
         rp__ckpt_manifest_free(&m);
@@ -200,7 +201,7 @@ struct dirent *rp__cat_readdir(DIR *d, const char *dir, const char *sub,
     }
 }
 
-rp_status_t rp__cat_scan_fd(int dfd, const char *dir, bool full,
+rp_status_t rp__cat_scan_fd(int dfd, const char *dir, rp__cat_depth_t depth,
                             rp__ckpt_catalog_t *cat)
 {
     size_t cap = 0;
@@ -242,7 +243,7 @@ rp_status_t rp__cat_scan_fd(int dfd, const char *dir, bool full,
         }
         memcpy(e->name, de->d_name, strlen(de->d_name) + 1);
         if (committed) {
-            rc = rp__cat_examine(dfd, full, e);
+            rc = rp__cat_examine(dfd, depth, e);
             if (rc == RP_ERR_NOT_FOUND) {
                 rc = RP_OK; /* deleted under us: nothing to list */
                 continue;
@@ -290,8 +291,9 @@ rp_status_t rp__cat_open_root(const char *dir, int *dfd_p)
     return RP_OK;
 }
 
-rp_status_t rp__ckpt_catalog_scan(const char *dir, bool full,
-                                  rp__ckpt_catalog_t *cat)
+/* The scans of catalog.h, to @depth. */
+static rp_status_t rp__cat_scan(const char *dir, rp__cat_depth_t depth,
+                                rp__ckpt_catalog_t *cat)
 {
     int dfd = -1;
     rp_status_t rc;
@@ -307,9 +309,21 @@ rp_status_t rp__ckpt_catalog_scan(const char *dir, bool full,
     if (rc != RP_OK) {
         return rc;
     }
-    rc = rp__cat_scan_fd(dfd, dir, full, cat);
+    rc = rp__cat_scan_fd(dfd, dir, depth, cat);
     rp__cat_close_ro(&dfd);
     return rc;
+}
+
+rp_status_t rp__ckpt_catalog_scan(const char *dir, bool full,
+                                  rp__ckpt_catalog_t *cat)
+{
+    return rp__cat_scan(dir, rp__cat_depth(full), cat);
+}
+
+rp_status_t rp__ckpt_catalog_scan_manifests(const char *dir,
+                                            rp__ckpt_catalog_t *cat)
+{
+    return rp__cat_scan(dir, RP_CAT_MANIFEST, cat);
 }
 
 void rp__ckpt_catalog_free(rp__ckpt_catalog_t *cat)

@@ -80,6 +80,16 @@ typedef struct rp__ckpt_catalog {
 rp_status_t rp__ckpt_catalog_scan(const char *dir, bool full,
                                   rp__ckpt_catalog_t *cat);
 
+/*
+ * rp__ckpt_catalog_scan that judges only each MANIFEST and opens no shard:
+ * COMPLETE here means "its manifest verifies". For the restore path
+ * (reader.c), where every rank then checks its share of the candidate's
+ * shards (reader_plan.c) and the ranks agree on the verdict, so that no
+ * rank does n opens and header reads (doc/scale.md, part (f)).
+ */
+rp_status_t rp__ckpt_catalog_scan_manifests(const char *dir,
+                                            rp__ckpt_catalog_t *cat);
+
 /* Release what @cat owns and zero it. */
 void rp__ckpt_catalog_free(rp__ckpt_catalog_t *cat);
 

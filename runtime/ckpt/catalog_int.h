@@ -35,10 +35,26 @@ static inline void rp__cat_close_ro(int *fd_p)
     }
 }
 
+/* How far one judgement looks: the MANIFEST alone (the restore path,
+ * whose ranks then check the shards among themselves, reader_plan.c, so
+ * that no rank opens all n of them); also every shard's presence, length
+ * and header (quick); also every chunk's CRC (full). */
+typedef enum rp__cat_depth {
+    RP_CAT_MANIFEST,
+    RP_CAT_QUICK,
+    RP_CAT_FULL
+} rp__cat_depth_t;
+
+static inline rp__cat_depth_t rp__cat_depth(bool full)
+{
+    return full ? RP_CAT_FULL : RP_CAT_QUICK;
+}
+
 /* validate.c */
 /* rp__ckpt_validate_at on the checkpoint open at @cfd (named @name in
- * its directory); also the MANIFEST's size. */
-rp_status_t rp__cat_validate_dirfd(int cfd, const char *name, bool full,
+ * its directory) to @depth; also the MANIFEST's size. */
+rp_status_t rp__cat_validate_dirfd(int cfd, const char *name,
+                                   rp__cat_depth_t depth,
                                    rp__ckpt_verdict_t *v,
                                    rp__ckpt_manifest_t *m_out,
                                    uint64_t *manifest_size_p);
@@ -54,8 +70,8 @@ struct dirent *rp__cat_readdir(DIR *d, const char *dir, const char *sub,
                                rp_status_t *rc_p);
 /* Open the checkpoint root. RP_ERR_NOT_FOUND (unlogged) if missing. */
 rp_status_t rp__cat_open_root(const char *dir, int *dfd_p);
-/* rp__ckpt_catalog_scan on the root open at @dfd. */
-rp_status_t rp__cat_scan_fd(int dfd, const char *dir, bool full,
+/* rp__ckpt_catalog_scan on the root open at @dfd, judging to @depth. */
+rp_status_t rp__cat_scan_fd(int dfd, const char *dir, rp__cat_depth_t depth,
                             rp__ckpt_catalog_t *cat);
 
 #endif /* RP_CKPT_CATALOG_INT_H */

@@ -264,7 +264,7 @@ rp_status_t rp__ckpt_prune_report(const char *dir, unsigned keep, bool full,
     if (rc != RP_OK) {
         return rc;
     }
-    rc = rp__cat_scan_fd(dfd, dir, full, &cat);
+    rc = rp__cat_scan_fd(dfd, dir, rp__cat_depth(full), &cat);
     if (rc != RP_OK) {
         goto err_dfd;
     }

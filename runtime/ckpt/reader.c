@@ -197,7 +197,9 @@ rp_status_t rp__rd_candidates(rp__ckpt_engine_t *e,
         return rc;
     }
     rp__ckpt_cleanup_once(e, RP_LOG_WARN, "restore");
-    rc = rp__ckpt_catalog_scan(e->dir, false, &cat);
+    /* Manifests only: the candidate's shards are checked by all ranks,
+     * each its share, when it is read (rp__rd_read). */
+    rc = rp__ckpt_catalog_scan_manifests(e->dir, &cat);
     if (rc == RP_ERR_NOT_FOUND) {
         return RP_OK;
     }

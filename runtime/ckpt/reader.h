@@ -43,6 +43,10 @@
 #define RP_RD_ALIGN 4096u
 
 /* Verdicts, reduced with MIN. */
+#define RP_RD_SKIP  (-2) /* a shard failed its check on some rank: the
+                            checkpoint is incomplete or corrupt, whatever
+                            its table, so this dominates FATAL: try an
+                            older one, as when the catalog skipped it */
 #define RP_RD_FATAL (-1) /* does not fit the registered regions */
 #define RP_RD_BAD   0    /* unreadable or corrupt: try an older one */
 #define RP_RD_OK    1

@@ -137,6 +137,37 @@ static int rp__rd_plan(rp__rd_t *r)
     return RP_RD_OK;
 }
 
+/*
+ * This rank's share of the candidate's shard checks (presence, length,
+ * header: the catalog's quick check): shards @rank, @rank + @size, ...
+ * of the writers' world. Rank 0 lists candidates by their manifests
+ * alone, so together the ranks check every shard and none opens all n of
+ * them; the verdict reduction makes one bad shard everyone's.
+ */
+static int rp__rd_check_shards(rp__rd_t *r)
+{
+    rp__ckpt_engine_t *e = r->e;
+    rp__ckpt_state_t state;
+    char msg[512];
+    uint32_t j;
+
+    for (j = e->rank; j < r->m.world_size; j += e->size) {
+        rp_status_t rc = rp__ckpt_verify_shard(r->cfd, r->name, &r->m, j,
+                                               false, &state, msg,
+                                               sizeof(msg));
+
+        if (rc == RP_ERR_NO_MEMORY) {
+            return RP_RD_FATAL;
+        }
+        if (rc != RP_OK) {
+            rp_warn("restore: skipping %s (%s): %s", r->label,
+                    rp__ckpt_state_name(state), msg);
+            return RP_RD_SKIP;
+        }
+    }
+    return RP_RD_OK;
+}
+
 /* Read this rank's part of candidate @r->name. Returns a verdict. */
 int rp__rd_read(rp__rd_t *r)
 {
@@ -161,6 +192,10 @@ int rp__rd_read(rp__rd_t *r)
                                   sizeof(msg)) != RP_OK) {
         rp_warn("restore: %s/%s", e->dir, msg);
         return RP_RD_BAD;
+    }
+    v = rp__rd_check_shards(r);
+    if (v != RP_RD_OK) {
+        return v;
     }
     v = rp__rd_plan(r);
     if (v != RP_RD_OK) {

@@ -456,7 +456,8 @@ rp_status_t rp__ckpt_load_manifest_at(int ckptfd, const char *label,
     return rc;
 }
 
-rp_status_t rp__cat_validate_dirfd(int cfd, const char *name, bool full,
+rp_status_t rp__cat_validate_dirfd(int cfd, const char *name,
+                                   rp__cat_depth_t depth,
                                    rp__ckpt_verdict_t *v,
                                    rp__ckpt_manifest_t *m_out,
                                    uint64_t *manifest_size_p)
@@ -469,8 +470,9 @@ rp_status_t rp__cat_validate_dirfd(int cfd, const char *name, bool full,
     memset(&m, 0, sizeof(m));
     rp__ckpt_verdict_init(v, name);
     rc = rp__val_manifest(cfd, v, &m, &msize);
-    for (r = 0; rc == RP_OK && r < m.world_size; r++) {
-        rc = rp__val_shard(cfd, v, &m, r, full);
+    for (r = 0; rc == RP_OK && depth != RP_CAT_MANIFEST && r < m.world_size;
+         r++) {
+        rc = rp__val_shard(cfd, v, &m, r, depth == RP_CAT_FULL);
     }
     if (manifest_size_p != NULL) {
         *manifest_size_p = msize;
@@ -520,7 +522,8 @@ rp_status_t rp__ckpt_validate_at(int dirfd, const char *name, bool full,
                                    strerror(errno));
         return RP_ERR_IO;
     }
-    rc = rp__cat_validate_dirfd(cfd, name, full, v, m_out, NULL);
+    rc = rp__cat_validate_dirfd(cfd, name, rp__cat_depth(full), v, m_out,
+                                NULL);
     rp__cat_close_ro(&cfd);
     return rc;
 }

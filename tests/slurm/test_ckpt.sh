@@ -166,6 +166,10 @@ test_ckpt_removed_shard_falls_back() {
     assert_contains "$out" "shard-000001.rp"
     out=$(srun --mpi=pmix -N2 -n3 "$CHECK" restore 2>&1); echo "$out"
     assert_contains "$out" "skipping $d/step-000000000020 (incomplete): step-000000000020/shard-000001.rp: missing"
+    # Each rank checks its share of the shards (doc/scale.md, part (f)):
+    # shard 1's absence is found by rank 1, not by rank 0 opening them all.
+    assert_contains "$out" "ringpoint[1]: warning: restore: skipping $d/step-000000000020 (incomplete)"
+    assert_not_contains "$out" "ringpoint[0]: warning: restore: skipping $d/step-000000000020"
     restored_all "$out" 3 10
     assert_not_contains "$out" "restored step=20"
 }
