@@ -7,7 +7,9 @@
 #
 # DEBDIR holds the .deb files of one dpkg-buildpackage run; ROOT (default
 # /var/tmp/rp-pkgroot, wiped first; removed at the end unless
-# RP_PKGTEST_KEEP=1) becomes the root. Run as root on the
+# RP_PKGTEST_KEEP=1) becomes the root. Its cluster listens on
+# RP_CLUSTER_CTLD_PORT and RP_CLUSTER_SLURMD_PORT (n2: that + 1) where they
+# are set, else on the first three free ports from 26817. Run as root on the
 # Debian 12 machine that built them (after scripts/deps.sh). Takes a few
 # minutes, mostly copying: not part of scripts/test.sh.
 #
@@ -271,14 +273,27 @@ echo "$((n - failed)) passed, $failed failed"
 INSIDE
 chmod +x "$root/root/inside.sh"
 
-# Three free ports in a row: slurmctld, then n1's and n2's slurmd.
-port=26817
-while ss -Htan | awk '{print $4}' | grep -Eq ":($port|$((port + 1))|$((port + 2)))\$"; do
-    port=$((port + 100))
-done
-echo "RP_CLUSTER_CTLD_PORT=$port RP_CLUSTER_SLURMD_PORT=$((port + 1))" >"$root/root/ports"
+# The caller's ports (RP_CLUSTER_CTLD_PORT for slurmctld,
+# RP_CLUSTER_SLURMD_PORT and the next one for n1's and n2's slurmd), as
+# scripts/cluster.sh takes them; else three free ports in a row.
+busy() { ss -Htan | awk '{print $4}' | grep -Eq ":($1)\$"; }
+if [ -n "${RP_CLUSTER_CTLD_PORT:-}" ] || [ -n "${RP_CLUSTER_SLURMD_PORT:-}" ]; then
+    cport=${RP_CLUSTER_CTLD_PORT:?package-test.sh: RP_CLUSTER_SLURMD_PORT needs RP_CLUSTER_CTLD_PORT}
+    dport=${RP_CLUSTER_SLURMD_PORT:?package-test.sh: RP_CLUSTER_CTLD_PORT needs RP_CLUSTER_SLURMD_PORT}
+    if busy "$cport|$dport|$((dport + 1))"; then
+        echo "package-test.sh: port $cport, $dport or $((dport + 1)) is in use" >&2
+        exit 1
+    fi
+else
+    cport=26817
+    while busy "$cport|$((cport + 1))|$((cport + 2))"; do
+        cport=$((cport + 100))
+    done
+    dport=$((cport + 1))
+fi
+echo "RP_CLUSTER_CTLD_PORT=$cport RP_CLUSTER_SLURMD_PORT=$dport" >"$root/root/ports"
 
-say "running the checks in $root (private mount, PID and UTS namespaces; ports $port-$((port + 2)))"
+say "running the checks in $root (private mount, PID and UTS namespaces; ports $cport, $dport-$((dport + 1)))"
 rc=0
 unshare --mount --pid --uts --fork --propagation private /bin/bash -c '
     set -e
