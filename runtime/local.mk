@@ -68,6 +68,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/shard.c runtime/ckpt/shard.h \
 	runtime/ckpt/write_local.c runtime/ckpt/write_local.h \
 	runtime/ckpt/shardio.c runtime/ckpt/shardio.h \
+	runtime/ckpt/cursor.c runtime/ckpt/worker.c \
 	runtime/ckpt/engine.c runtime/ckpt/engine.h \
 	runtime/ckpt/regions.c \
 	runtime/ckpt/devstage.c runtime/ckpt/devstage.h \
@@ -141,6 +142,7 @@ runtime_tools_ringpoint_bench_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)
 # convenience library rather than the shared one, which hides them.
 bin_PROGRAMS += runtime/tools/ringpoint-ckpt
 runtime_tools_ringpoint_ckpt_SOURCES = runtime/tools/ckpt.c runtime/tools/ckpt_bench.c \
+	runtime/tools/ckpt_bench_base.c runtime/tools/ckpt_bench.h \
 	runtime/tools/ckpt_cmd.c runtime/tools/ckpt_tool.h
 runtime_tools_ringpoint_ckpt_LDADD = runtime/libringpoint_core.la $(RP_DEPS_LIBS)
 runtime_tools_ringpoint_ckpt_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS)

@@ -9,7 +9,11 @@
  *   async.c    staging buffers and the background writer thread
  *   shardio.c  the durable file steps of one checkpoint (a shard from
  *              memory segments, the manifest, the commit rename), shared
- *              with the format layer's one-process writer
+ *              with the format layer's one-process writer; sync shard
+ *              writes through a ring of bounce buffers and a writer thread
+ *   cursor.c   the payload cursor: segments copied and checksummed in one
+ *              pass (shardio.h)
+ *   worker.c   a helper thread, one job at a time (the restore's reads)
  *   devstage.c device regions copied to page-locked host memory (through
  *              the GPU module) and back
  *   budget.c   the time a stop has, and whether its checkpoint fits

@@ -114,10 +114,10 @@ rp_status_t rp__ckpt_commit_at(int dfd, const char *dir, int *cfd_p,
                                const char *inflight, const char *committed,
                                bool *renamed_p);
 
-/* A helper thread that runs one job at a time, in the order posted: the
- * double buffering of sync shard writes (shardio.c) and of restore reads
- * (reader.c). A job's results live in its @arg; read them after
- * rp__ckpt_worker_wait. */
+/* A helper thread that runs one job at a time, in the order posted
+ * (worker.c): the double buffering of restore reads (reader_shard.c).
+ * (Sync shard writes have their own ring of buffers, shardio.c.) A job's
+ * results live in its @arg; read them after rp__ckpt_worker_wait. */
 typedef struct rp__ckpt_worker {
     pthread_t th;
     pthread_mutex_t mu;

@@ -24,7 +24,8 @@
  * and the phases of each mode in ms (medians; each the slowest rank's,
  * except the manifest and rename steps that only rank 0 runs): snapshot
  * copy+CRC (async, the stall), copy+CRC into bounce buffers (sync), pwrite,
- * fsync, the vote (it waits for the slowest rank's write), the commit
+ * fsync, the rest of the shard write (wr-other: buffers, open, header,
+ * the first fill, the writer waiting for a filled buffer), the vote (it waits for the slowest rank's write), the commit
  * without the vote, of which the collectives (rank 0), the manifest, the
  * renames + directory fsyncs; retention (rank 0, a helper thread: not in
  * the stall); restore: read,
@@ -42,6 +43,7 @@
 #include "ckpt/layout.h"
 #include "core/context.h"
 #include "ringpoint.h"
+#include "tools/ckpt_bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,232 +61,16 @@ extern char **environ;
 
 int rp__ckpt_bench_main(int argc, char **argv);
 
-#define RP_BENCH_MAX_ITERS 64
-#define RP_BENCH_WORK (32u << 20)
-
-static double rp_b_now(void)
-{
-    return (double)rp__ckpt_now_ns() / 1e9;
-}
-
-static int rp_b_size(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0' || v == 0) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* The slowest rank's value. */
-static double rp_b_max(rp_context_h ctx, double v)
-{
-    (void)rp_allreduce(ctx, &v, &v, 1, RP_DTYPE_FLOAT64, RP_OP_MAX);
-    return v;
-}
-
-static int rp_b_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double rp_b_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), rp_b_cmp);
-    return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
-}
-
-/* Raw baseline: this rank's stripe with O_DIRECT + fsync, then read back
- * cold with O_DIRECT. Returns the slowest rank's seconds. */
-static int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
-                    unsigned char *buf, size_t len, double *w_s, double *r_s,
-                    double *fsync_s)
-{
-    char path[4200];
-    double t0, t1;
-    size_t off;
-    int fd;
-
-    snprintf(path, sizeof(path), "%s/raw-%d.bin", dir, rank);
-    (void)unlink(path);
-    rp_barrier(ctx);
-    t0 = rp_b_now();
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
-    if (fd < 0) {
-        perror(path);
-        return -1;
-    }
-    for (off = 0; off < len; off += 64u << 20) {
-        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
-
-        if (pwrite(fd, buf + off, n, (off_t)off) != (ssize_t)n) {
-            perror("raw write");
-            close(fd);
-            return -1;
-        }
-    }
-    t1 = rp_b_now();
-    fsync(fd);
-    close(fd);
-    *fsync_s = rp_b_max(ctx, rp_b_now() - t1);
-    *w_s = rp_b_max(ctx, rp_b_now() - t0);
-    rp_barrier(ctx);
-    t0 = rp_b_now();
-    fd = open(path, O_RDONLY | O_DIRECT);
-    if (fd < 0) {
-        perror(path);
-        return -1;
-    }
-    for (off = 0; off < len; off += 64u << 20) {
-        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
-
-        if (pread(fd, buf + off, n, (off_t)off) != (ssize_t)n) {
-            perror("raw read");
-            close(fd);
-            return -1;
-        }
-    }
-    close(fd);
-    *r_s = rp_b_max(ctx, rp_b_now() - t0);
-    (void)unlink(path);
-    return 0;
-}
-
-/* Drop the page cache of every shard of the newest checkpoint, so the
- * restore reads from the device (shards written with O_DIRECT are not
- * cached anyway; buffered fallbacks would be). */
-static void rp_b_drop_cache(const char *dir)
-{
-    rp__ckpt_catalog_t cat;
-    size_t i;
-
-    if (rp__ckpt_catalog_scan(dir, false, &cat) != RP_OK) {
-        return;
-    }
-    for (i = 0; i < cat.count; i++) {
-        uint32_t r;
-
-        for (r = 0; r < cat.entries[i].world_size; r++) {
-            char name[RP_CKPT_NAME_MAX], path[8400];
-            int fd;
-
-            rp__ckpt_name_shard(r, name, sizeof(name));
-            snprintf(path, sizeof(path), "%s/%s", cat.entries[i].path, name);
-            fd = open(path, O_RDONLY);
-            if (fd >= 0) {
-                (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-                close(fd);
-            }
-        }
-    }
-    rp__ckpt_catalog_free(&cat);
-}
-
-/* One pass of "training": a copy of a 32 MiB working set (memory-bound,
- * the default), or with @cpu the same time's worth of arithmetic on 4 KiB
- * that stays in L1 (a loop that is not memory-bound). */
-static void rp_b_pass(unsigned char *a, unsigned char *b, bool cpu)
-{
-    if (cpu) {
-        float *x = (float *)(void *)b;
-        int i, k;
-
-        for (k = 0; k < 4096; k++) {
-            for (i = 0; i < 1024; i++) {
-                x[i] = x[i] * 0.999f + 0.001f;
-            }
-        }
-    } else {
-        memcpy(b, a, RP_BENCH_WORK);
-    }
-}
-
-/* Passes per second of rp_b_pass over @secs. */
-static double rp_b_work(unsigned char *a, unsigned char *b, bool cpu,
-                        double secs)
-{
-    double t0 = rp_b_now(), t;
-    long n = 0;
-
-    do {
-        rp_b_pass(a, b, cpu);
-        a[n % RP_BENCH_WORK] ^= b[(n * 7) % RP_BENCH_WORK];
-        n++;
-        t = rp_b_now() - t0;
-    } while (t < secs);
-    return (double)n / t;
-}
-
-/* `dd if=/dev/zero of=DIR/dd-RANK.bin bs=1M count=N conv=fsync` on every
- * rank at once, N MiB = this rank's stripe: what a shell user would call
- * "the disk's speed". Returns the slowest rank's seconds, < 0 on failure. */
-static double rp_b_dd(rp_context_h ctx, const char *dir, int rank,
-                      uint64_t len)
-{
-    char of[4200], count[32];
-    char *argv[] = {"dd", "if=/dev/zero", of, "bs=1M", count, "conv=fsync",
-                    "status=none", NULL};
-    double t0, t;
-    pid_t pid;
-    int st = 0, ok;
-
-    snprintf(of, sizeof(of), "of=%s/dd-%d.bin", dir, rank);
-    snprintf(count, sizeof(count), "count=%" PRIu64, (len + (1u << 20) - 1) >> 20);
-    rp_barrier(ctx);
-    t0 = rp_b_now();
-    ok = posix_spawnp(&pid, "dd", NULL, NULL, argv, environ) == 0 &&
-         waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-         WEXITSTATUS(st) == 0;
-    t = rp_b_max(ctx, ok ? rp_b_now() - t0 : -1e9);
-    (void)unlink(of + 3);
-    return ok ? t : -1;
-}
-
-/* The memory ceilings over this rank's stripe, every rank at once:
- * memcpy into warm pages, and CRC32C. Slowest rank's seconds. */
-static void rp_b_mem(rp_context_h ctx, const unsigned char *src,
-                     unsigned char *dst, size_t len, double *cp_s,
-                     double *crc_s)
-{
-    static volatile uint32_t sink;
-    double t0;
-
-    rp_barrier(ctx);
-    t0 = rp_b_now();
-    memcpy(dst, src, len);
-    *cp_s = rp_b_max(ctx, rp_b_now() - t0);
-    rp_barrier(ctx);
-    t0 = rp_b_now();
-    sink = rp__crc32c(0, src, len);
-    *crc_s = rp_b_max(ctx, rp_b_now() - t0);
-    (void)sink;
-}
-
 /* Phases, per mode: see the header comment. */
 enum {
-    RP_B_BEGIN, RP_B_SNAP, RP_B_FILL, RP_B_PWRITE, RP_B_FSYNC, RP_B_VOTE, RP_B_COMMIT,
+    RP_B_BEGIN, RP_B_SNAP, RP_B_FILL, RP_B_PWRITE, RP_B_FSYNC, RP_B_WOTHER, RP_B_VOTE, RP_B_COMMIT,
     RP_B_COLL, RP_B_MANIFEST, RP_B_RENAME, RP_B_PRUNE, RP_B_RD_TOTAL, RP_B_RD_READ, RP_B_RD_CRC,
     RP_B_RD_GATHER, RP_B_RD_SCATTER, RP_B_RD_OTHER, RP_B_NPHASES
 };
 
 static const char *const rp_b_phase_names[RP_B_NPHASES] = {
-    "begin", "snapshot", "copy+crc", "pwrite", "fsync", "vote", "commit", "coll", "manifest",
+    "begin", "snapshot", "copy+crc", "pwrite", "fsync", "wr-other", "vote", "commit", "coll",
+    "manifest",
     "rename", "prune", "restore", "rd-read", "rd-crc", "allgather", "scatter",
     "rd-other"};
 
@@ -314,6 +100,9 @@ static void rp_b_phases(rp_context_h ctx, int rank, const rp__ckpt_stats_t *st,
     v[RP_B_FILL] = rp_b_ms(st->fill_ns);
     v[RP_B_PWRITE] = rp_b_ms(st->pwrite_ns);
     v[RP_B_FSYNC] = rp_b_ms(st->fsync_ns);
+    /* The shard write's time in neither pwrite nor fsync: buffers, open,
+     * header, the first fill, the writer waiting for a filled buffer. */
+    v[RP_B_WOTHER] = rp_b_ms(st->write_ns) - v[RP_B_PWRITE] - v[RP_B_FSYNC];
     v[RP_B_VOTE] = rp_b_ms(st->vote_ns);
     v[RP_B_COMMIT] = rp_b_ms(st->commit_ns - st->vote_ns);
     v[RP_B_MANIFEST] = 0;
@@ -399,7 +188,10 @@ int rp__ckpt_bench_main(int argc, char **argv)
     rp__ckpt_engine_t *e;
     unsigned char *state, perrank[4096], *raw, *wa, *wb;
     uint64_t soff, slen;
-    rp_b_row_t rows[2], rawrow, ddrow, cprow, crcrow;
+    rp_b_row_t rows[2], rawrow, ddrow, cprow, crcrow, rawdrow;
+    /* Per round: the sync checkpoint's speed over the durable raw
+     * write's beside it. */
+    double paired[RP_BENCH_MAX_ITERS];
     double base_rate, pid0;
     char sub[64], ckdir[4200];
 
@@ -481,10 +273,11 @@ int rp__ckpt_bench_main(int argc, char **argv)
     memset(&ddrow, 0, sizeof(ddrow));
     memset(&cprow, 0, sizeof(cprow));
     memset(&crcrow, 0, sizeof(crcrow));
+    memset(&rawdrow, 0, sizeof(rawdrow));
     base_rate = rp_b_work(wa, wb, cpu, 0.3);
 
     for (it = 0; it < iters; it++) {
-        double w_s, r_s, dd_s, cp_s, crc_s, f_s;
+        double w_s, r_s, dd_s, cp_s, crc_s, f_s, rawd_s = -1;
         int mode;
 
         if (rp_b_raw(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096),
@@ -515,6 +308,15 @@ int rp__ckpt_bench_main(int argc, char **argv)
             rp_step_result_t res;
 
             e->async = mode == 1;
+            if (mode == 0) {
+                /* The durable raw write beside the sync checkpoint, first
+                 * in even rounds and second in odd ones (the disk's state
+                 * drifts within a round); both after a quiesce. */
+                if (it % 2 == 0) {
+                    rawd_s = rp_b_raw_durable(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096));
+                }
+                rp_b_quiesce(ctx, dir);
+            }
             rp_barrier(ctx);
             step += 10;
             t0 = rp_b_now();
@@ -559,6 +361,16 @@ int rp__ckpt_bench_main(int argc, char **argv)
                 mode == 1 && rate > 0 ? 100.0 * (1.0 - rate / base_rate) : 0;
             row->staging_mib = rp_b_max(ctx, (double)st.staging_bytes / 1048576.0);
             row->direct = st.direct;
+            if (mode == 0) {
+                if (it % 2 == 1) {
+                    rawd_s = rp_b_raw_durable(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096));
+                }
+                if (rawd_s <= 0) {
+                    return 2;
+                }
+                rawdrow.write_gbs[rawdrow.n++] = (double)size / rawd_s / 1e9;
+                paired[row->n] = rawd_s * row->write_gbs[row->n] * 1e9 / (double)size;
+            }
             if (rank == 0) {
                 rp_b_drop_cache(ckdir);
             }
@@ -601,6 +413,9 @@ int rp__ckpt_bench_main(int argc, char **argv)
         printf("%-11s %12.2f %10s %8s %10s %13.2f %12s %7s\n", "raw-odirect",
                rp_b_median(rawrow.write_gbs, rawrow.n), "-", "-", "-",
                rp_b_median(rawrow.restore_gbs, rawrow.n), "-", "yes");
+        printf("%-11s %12.2f %10s %8s %10s %13s %12s %7s\n", "raw-durable",
+               rp_b_median(rawdrow.write_gbs, rawdrow.n), "-", "-", "-", "-",
+               "-", "yes");
         printf("%-11s %12.2f %10s %8s %10s %13s %12s %7s\n", "dd-fsync",
                rp_b_median(ddrow.write_gbs, ddrow.n), "-", "-", "-", "-", "-",
                "no");
@@ -643,6 +458,17 @@ int rp__ckpt_bench_main(int argc, char **argv)
             }
             printf("\n");
         }
+        printf("# sync against the durable raw write beside it (same round, "
+               "order alternating, both after a quiesce; raw-durable: a new "
+               "file, 64 MiB O_DIRECT writes, fsync, directory fsync): per "
+               "round x");
+        for (int i = 0; i < rows[0].n; i++) {
+            printf(" %.2f", paired[i]);
+        }
+        printf("; median %.2f (against raw-odirect: %.2f)\n",
+               rp_b_median(paired, rows[0].n),
+               rp_b_median(rows[0].write_gbs, rows[0].n) /
+                   rp_b_median(rawrow.write_gbs, rawrow.n));
         fflush(stdout);
     }
     rp_finalize(ctx);

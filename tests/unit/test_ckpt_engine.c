@@ -72,16 +72,18 @@ static void test_cursor_bytes_and_crcs(void **state)
     free(got);
 }
 
-/* A payload of several bounce buffers goes through the double-buffered
- * writer (one buffer written while the next is filled): the file holds
- * exactly the payload after the header and the CRCs are the file's; an
- * injected write fault half way fails the write after the first half. */
+/* A payload of several bounce buffers goes through the writer's ring (a
+ * buffer written while the next is filled; the header goes out with the
+ * first bytes of the payload): the file holds the header, then exactly
+ * the payload, and the CRCs are the file's; an injected write fault half
+ * way fails the write after the first half. */
 static void test_shard_write_double_buffered(void **state)
 {
     enum { A = 9 << 20, GAP = 4000, B = (13 << 20) + 12345, CS = 1 << 20 };
     const size_t total = A + GAP + B, nch = total / CS + 1;
     unsigned char *a = malloc(A), *b = malloc(B), *want = calloc(1, total);
     unsigned char *got = malloc(total + 1);
+    unsigned char hwant[RP_CKPT_SHARD_HEADER_SIZE], hgot[RP_CKPT_SHARD_HEADER_SIZE];
     uint32_t *crcs = calloc(nch, sizeof(uint32_t));
     rp__ckpt_seg_t segs[3] = {{a, A}, {NULL, GAP}, {b, B}};
     rp__ckpt_shard_header_t hdr;
@@ -126,6 +128,9 @@ static void test_shard_write_double_buffered(void **state)
         }
         assert_true(fd >= 0);
         n = pread(fd, got, total + 1, RP_CKPT_SHARD_HEADER_SIZE);
+        rp__ckpt_shard_header_encode(&hdr, hwant);
+        assert_int_equal(pread(fd, hgot, sizeof(hgot), 0), (ssize_t)sizeof(hgot));
+        assert_memory_equal(hgot, hwant, sizeof(hgot));
         close(fd);
         if (fault) {
             /* The first half is there, nothing of the second. */
