@@ -16,8 +16,9 @@ packages=(
     libcmocka-dev clang libclang-rt-14-dev
     # the Python package (Debian's interpreter, torch, numpy) and its tests
     python3 python3-torch python3-numpy python3-pytest
-    # the cluster script and the tests
-    util-linux procps coreutils
+    # the cluster script and the tests (bindfs: a FUSE mount to freeze, for
+    # the hung-file-system stop test)
+    util-linux procps coreutils bindfs
 )
 
 if [ "$(id -u)" -ne 0 ]; then

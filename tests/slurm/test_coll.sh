@@ -104,7 +104,7 @@ killed_rank2_reported() {
 # others, on either path and from another pid namespace; bad settings are
 # refused.
 test_coll_shared_segment() {
-    local a b c d e f g h out max
+    local a b c d e f g h s out max
     a=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$a" 3
     assert_contains "$a" "coll: shared segment of"
     assert_contains "$a" "single-copy reads of the peers' buffers"
@@ -117,6 +117,11 @@ test_coll_shared_segment() {
     assert_eq "$(hash_of "$c")" "$(hash_of "$a")" "hash with RINGPOINT_COLL_SHM_MAX=4096"
     assert_eq "$(hash_of "$h")" "$(hash_of "$a")" "hash with RINGPOINT_COLL_SHM_MAX=4096 RINGPOINT_COLL_CMA=0"
     assert_eq "$(hash_of "$d")" "$(hash_of "$a")" "hash on two nodes"
+    # Every wait goes to sleep on the futex at once (no polling), so every
+    # one runs the sleeper's side of the post/sleep pairing (plain-store
+    # posts, the sleeper's membarrier: shm.c): the same bits, no hang.
+    s=$(RINGPOINT_COLL_SPIN_US=0 srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$s" 3
+    assert_eq "$(hash_of "$s")" "$(hash_of "$a")" "hash with every wait asleep (RINGPOINT_COLL_SPIN_US=0)"
     e=$(RINGPOINT_COLL_SHM_MAX=16777216 srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$e" 2
     f=$(RINGPOINT_COLL_SHM=0 srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$f" 2
     g=$(srun --mpi=pmix -N1 -n2 "$CHECK" 2>&1); check_ok "$g" 2

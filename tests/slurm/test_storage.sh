@@ -570,7 +570,9 @@ test_storage_slow_fs_stop_budget() {
 # in-flight directory and restores it. Before, both runs hung until
 # mpirun's timeout. About 15 s.
 test_storage_hung_fs_stop_bounded() {
-    local d out rc start rule="write:*/shard-*:delay=600000:5"
+    # The shard writes of step 25 alone, named by its in-flight directory
+    # (a count of earlier writes would change with the writer's buffering).
+    local d out rc start rule="write:*000000000025-*/shard-*:delay=600000"
     d=$(fresh hung-deadline)
     start=$(date +%s)
     rc=0
@@ -594,6 +596,69 @@ test_storage_hung_fs_stop_bounded() {
     assert_contains "$out" "stop at step 25: the checkpoint of step 25 in $d did not finish within 3.0 s"
     out=$(ck "$d" 0 -- restore); echo "$out"
     intact "$d" "10 20" 20
+}
+
+# The same bound where the file system hangs in the kernel, as a hard NFS
+# mount does when its server stops answering: the checkpoint directory is
+# on a FUSE mount (bindfs over a directory of this disk) whose daemon gets
+# SIGSTOP once step 20 is committed. Every call into it then sleeps in the
+# kernel, killable only, with no shim in the process to return: the
+# watchdog must still end each rank within its limit, no rank may be left
+# behind in the frozen mount, and once the server answers again the
+# previous checkpoint is whole. Sync with RINGPOINT_CKPT_TIMEOUT, async
+# with a KillWait deadline.
+hung_fuse_case() { # hung_fuse_case NAME ASYNC LIMIT_TEXT ENV...
+    local name=$1 async=$2 limit=$3 back mnt bpid d out rc t0 left
+    shift 3
+    back=$(fresh "$name-back")
+    mnt=$(fresh "$name-mnt")
+    bindfs -f "$back" "$mnt" &
+    bpid=$!
+    for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+    if ! mountpoint -q "$mnt"; then
+        kill "$bpid" 2>/dev/null
+        wait "$bpid" 2>/dev/null
+        [ -e /dev/fuse ] || { echo "skipped: no /dev/fuse in this environment"; return 0; }
+        fail "bindfs did not mount $back on $mnt"
+        return 1
+    fi
+    # Whatever fails below, the server answers again and the mount goes.
+    trap "kill -CONT $bpid 2>/dev/null; fusermount -u '$mnt' 2>/dev/null || umount -l '$mnt'" EXIT
+    trap 'exit 143' TERM INT
+    d=$mnt/ckpt
+    mkdir -p "$d"
+    rc=0
+    ck "$d" "$async" RINGPOINT_CKPT_FAULT=stop:0:25 "$@" -- train -n 30 -s 200 \
+        >"$SROOT/$name.out" &
+    local job=$!
+    # Freeze the server once step 20 is committed (seen in the backing
+    # directory, which is not on the mount); steps 21-25 take 1 s.
+    for _ in $(seq 600); do [ -d "$back/ckpt/step-000000000020" ] && break; sleep 0.05; done
+    kill -STOP "$bpid"
+    t0=$(date +%s)
+    wait "$job" || rc=$?
+    # Anchored at the program's path: the test's own shell has this text
+    # in its command line too.
+    left=$(pgrep -f "^$CHECK train -n 30 -s 200" | xargs)
+    kill -CONT "$bpid"
+    out=$(cat "$SROOT/$name.out"); echo "$out"
+    assert_eq "$rc" 75 "exit status"
+    [ $(( $(date +%s) - t0 )) -lt 40 ] || fail "the stop took $(( $(date +%s) - t0 ))s after the freeze"
+    assert_eq "$left" "" "ranks still alive in the frozen mount"
+    assert_contains "$out" "stop at step 25: the checkpoint of step 25 in $d did not finish within $limit"
+    intact "$d" "10 20" 20
+    fusermount -u "$mnt" || umount -l "$mnt"
+    wait "$bpid" 2>/dev/null
+    trap - EXIT
+}
+
+test_storage_hung_fuse_stop_bounded() {
+    command -v bindfs >/dev/null || { fail "bindfs is not installed (scripts/deps.sh installs it)"; return 1; }
+    hung_fuse_case fuse-timeout 0 "3.0 s" RINGPOINT_CKPT_TIMEOUT=3s || return 1
+    # The time limit already reached, so the stop knows exactly when
+    # SIGKILL comes (KillWait after the end time): the watchdog's bound.
+    hung_fuse_case fuse-deadline 1 "" RINGPOINT_SLURM_KILL_WAIT=8 \
+        RINGPOINT_SLURM_END_TIME="$(date +%s)"
 }
 
 # On the cluster, end to end: a batch job of the example trainer (3 ranks,
