@@ -12,8 +12,9 @@ machine and checked against emulated runs it was not fitted on.
         run the measurements (niced) and append rows to the CSV: allreduce
         (mpirun --oversubscribe -np 2..16, srun --mpi=pmix -N 2..8 when
         SLURM_CONF names a cluster), bootstrap (the same launches, a probe in
-        every rank), checkpoints (ringpoint-ckpt bench), the stop path
-        (ringpoint-ckpt-check train, SIGTERM).
+        every rank), checkpoints (ringpoint-ckpt bench), the hierarchy
+        across nodes against the flat path (srun -N2 -n4, -N4 -n8), the
+        stop path (ringpoint-ckpt-check train, SIGTERM).
   scripts/scale-model.py check [--csv FILE]
         the report, with exit status 1 unless every fitted model predicts its
         held-out rows within the tolerance stated in doc/scale.md.
@@ -160,21 +161,40 @@ def _bench_rows(out):
     return rows
 
 
+def _bench_allreduce(a, w, rnd, kind, lay, algo, top, env):
+    """One ringpoint-bench allreduce run of layout @lay, its rows as @kind
+    and @algo."""
+    launcher, nodes, ranks = lay
+    out = _launch(launcher, nodes, ranks,
+                  [os.path.join(a.prefix, "bin", "ringpoint-bench"), "allreduce",
+                   "-b", "4", "-e", top, "-f", "4", "-n", "20", "-w", "3"],
+                  env=env)
+    load = _load()
+    rows = _bench_rows(out)
+    for size, us in rows:
+        w.writerow([kind, launcher, nodes, ranks, algo, size, "time_us",
+                    "%.2f" % us, rnd, "%.1f" % load])
+    print("%s %s %dx%d %s: %d rows" % (kind, launcher, nodes, ranks, algo,
+                                      len(rows)))
+
+
 def measure_allreduce(a, w, rnd, layouts):
-    bench = os.path.join(a.prefix, "bin", "ringpoint-bench")
-    for launcher, nodes, ranks in layouts:
+    for lay in layouts:
         for algo in ("ring", "rd"):
-            top = "4M" if ranks <= 16 else "1M"
-            out = _launch(launcher, nodes, ranks,
-                          [bench, "allreduce", "-b", "4", "-e", top, "-f", "4",
-                           "-n", "20", "-w", "3"],
-                          env={"RINGPOINT_ALLREDUCE_ALGO": algo})
-            load = _load()
-            for size, us in _bench_rows(out):
-                w.writerow(["allreduce", launcher, nodes, ranks, algo, size,
-                            "time_us", "%.2f" % us, rnd, "%.1f" % load])
-            print("allreduce %s %dx%d %s: %d rows" % (launcher, nodes, ranks,
-                                                     algo, len(_bench_rows(out))))
+            _bench_allreduce(a, w, rnd, "allreduce", lay, algo,
+                             "4M" if lay[2] <= 16 else "1M",
+                             {"RINGPOINT_ALLREDUCE_ALGO": algo})
+
+
+def measure_hier(a, w, rnd, layouts):
+    """The hierarchy across nodes (coll/hier.c) against the flat path, the
+    same float32 allreduce: RINGPOINT_COLL_HIER=1 (every allreduce through
+    the node's segment and the leaders, or the lanes from 256 KiB) and =0
+    (AUTO's flat algorithm over the job), interleaved."""
+    for lay in layouts:
+        for algo, hier in (("hier", "1"), ("flat", "0")):
+            _bench_allreduce(a, w, rnd, "hier", lay, algo, "4M",
+                             {"RINGPOINT_COLL_HIER": hier})
 
 
 def measure_boot(a, w, rnd, layouts):
@@ -324,7 +344,8 @@ def measure_stop(a, w, rnd, layouts):
 
 
 def measure(a):
-    kinds = set(a.only.split(",")) if a.only else {"allreduce", "boot", "ckpt", "stop"}
+    kinds = set(a.only.split(",")) if a.only else {"allreduce", "boot", "ckpt",
+                                                   "hier", "stop"}
     if a.probe_dir is None:
         base = os.environ.get("RP_CLUSTER_DIR")
         a.probe_dir = os.path.join(base + "/work" if base else "/var/tmp",
@@ -347,6 +368,8 @@ def measure(a):
                 if have_srun:
                     lay += [("srun", 2, 4, 256 << 20), ("srun", 4, 8, 128 << 20)]
                 measure_ckpt(a, w, rnd, lay)
+            if "hier" in kinds and have_srun:
+                measure_hier(a, w, rnd, [("srun", 2, 4), ("srun", 4, 8)])
             if "stop" in kinds:
                 measure_stop(a, w, rnd, [(2, 64 << 20, 200), (4, 256 << 20, 200)])
             f.flush()
@@ -475,6 +498,54 @@ class Net:
     def allreduce(self, n, size, algo="auto"):
         algo = auto_algo(n, size) if algo == "auto" else algo
         return self.ring(n, size) if algo == "ring" else self.rd(n, size)
+
+    def level(self, n_all, m, size, algo, cross=False, flows=1):
+        """One level of the hierarchy (coll/hier.c): @algo ("ring", "rd",
+        "gather": the ring allgather, "bcast": the chain) among @m ranks
+        while all @n_all ranks of the job run (on this machine they all
+        share its cores). cross: the level's messages leave the node (a
+        site's network), @flows of them at once through the node's link."""
+        if m <= 1:
+            return 0.0
+        a, k = self._a(n_all), self._k(n_all)
+        br, bd = self.b_ring * k, self.b_rd * k
+        if cross and self.q is not None:
+            a = self.alpha_net
+            br = max(br, self.beta_net * flows)
+            bd = max(bd, self.beta_net * flows)
+        if algo == "ring":
+            return 2 * (m - 1) * a + 2 * (m - 1) / m * size * br
+        if algo == "gather":
+            return (m - 1) * a + (m - 1) / m * size * br
+        if algo == "bcast":
+            return (m - 1) * a + size * br
+        p = 1 << log2i(m)
+        return (log2i(p) + 2 * (m > p)) * (a + size * bd)
+
+    def hier(self, n, nodes, size, es=4):
+        """RINGPOINT_COLL_HIER=1 (coll/hier.c), q = n/nodes ranks on every
+        node: the node's allreduce, then among one leader per node and a
+        broadcast within the node; from 256 KiB (RP_HIER_LANES_MIN) in q
+        lanes instead: local rank i of every node reduces the i-th q-th of
+        the buffer (q flows through each node's link), then the node
+        gathers the slices. Each level takes the job's algorithm when it
+        is recursive doubling, else chooses by its own size as AUTO does
+        (the job's RD_MAX). The node's levels go through its shared
+        segment, which this model prices as the fitted transport (high)."""
+        algo = auto_algo(n, size)
+        q = max(1, n // nodes)
+
+        def pick(m, b):
+            if algo == "rd":
+                return "rd"
+            return "rd" if b <= rd_max_bytes(n) or b // es < m else "ring"
+        t = self.level(n, q, size, pick(q, size))
+        if q > 1 and size >= 256 * KIB and (size // es) % q == 0:
+            part = size / q
+            return t + self.level(n, nodes, part, pick(nodes, part), True, q) + \
+                self.level(n, q, size, "gather")
+        return t + self.level(n, nodes, size, pick(nodes, size), True) + \
+            self.level(n, q, size, "bcast")
 
     def allgather(self, n, size):
         """The ring allgather of @size bytes in all (restore, region check):
@@ -673,6 +744,40 @@ def report(a):
     print("Switch point on this machine (mpirun; ring faster from):\n")
     print(_table(["ranks", "code's RD_MAX (AUTO)", "model: ring faster from"], rows))
     print()
+
+    # -------------------------------------------------- (c) the hierarchy
+    hr = _median_by(_rows(data, kind="hier"),
+                    lambda r: (int(r["nodes"]), int(r["ranks"]), r["algo"],
+                               int(r["size"])))
+    if hr and "srun" in nets:
+        hnet = nets["srun"]
+        print("## (c) The hierarchy across nodes (RINGPOINT_COLL_HIER=1)\n")
+        print("Nothing fitted: the srun parameters above, the node's levels "
+              "priced as the transport (they go through the segment). "
+              "Measured against the flat path (=0) in the same rounds.\n")
+        by = {}
+        for (N, n, algo, size), v in sorted(hr.items()):
+            if algo != "hier" or (N, n, "flat", size) not in hr:
+                continue
+            meas, flat = v * 1e-6, hr[(N, n, "flat", size)] * 1e-6
+            pred = hnet.hier(n, N, size)
+            points.append(("hier", "srun %dx%d hier %s" % (N, n, _fmt_b(size)),
+                           meas, pred, True))
+            band = "<= 64 KiB" if size <= 64 * KIB else ">= 256 KiB"
+            by.setdefault((N, n, band), []).append((meas, flat, pred))
+        rows, herr = [], []
+        for (N, n, band), xs in sorted(by.items()):
+            es = [_err(p, m) for m, _, p in xs]
+            herr += [abs(e) for e in es]
+            rows.append(["srun -N%d -n%d" % (N, n), band,
+                         "%.2f" % statistics.median(f / m for m, f, _ in xs),
+                         "%+.0f %%" % (100 * statistics.median(es)),
+                         "%.0f %%" % (100 * statistics.median(abs(e) for e in es)),
+                         "%.0f %%" % (100 * max(abs(e) for e in es))])
+        print(_table(["layout", "sizes", "flat / hierarchy (measured, median)",
+                      "model bias (median)", "median error", "max error"], rows))
+        print()
+        errors["hier"] = herr
 
     # -------------------------------------------------- (a) bootstrap
     boot = _median_by(_rows(data, kind="boot"),
@@ -930,6 +1035,7 @@ def scale_tables(fit, commit_coll):
     print("### (c) Allreduce, float32 sum\n")
     rows = []
     sizes = [4, 64 * KIB, 1 * MIB, 16 * MIB, 64 * MIB]
+    hsizes = [1 * MIB, 64 * MIB]
     for n, N in LAYOUTS:
         row = ["%d / %d" % (n, N)]
         for size in sizes:
@@ -941,9 +1047,12 @@ def scale_tables(fit, commit_coll):
         cross = next((x for x in (2 ** i for i in range(2, 34))
                       if site.ring(n, x) < site.rd(n, x)), None)
         row.append(_fmt_b(cross) if cross else "> 8 GiB")
+        for size in hsizes:
+            row.append(_fmt_t(site.hier(n, N, size)) if N > 1 else "- (one node)")
         rows.append(row)
     print(_table(["ranks / nodes"] + [_fmt_b(x) + " (AUTO)" for x in sizes] +
-                 ["ring faster from (RINGPOINT_ALLREDUCE_RD_MAX)"], rows))
+                 ["ring faster from (RINGPOINT_ALLREDUCE_RD_MAX)"] +
+                 [_fmt_b(x) + " (RINGPOINT_COLL_HIER=1)" for x in hsizes], rows))
     print()
 
     print("### (d) Checkpoint write and restore, replicated state S striped over the ranks\n")
@@ -1003,7 +1112,8 @@ def scale_tables(fit, commit_coll):
 PANELS = [("allreduce", "allreduce time (s)"), ("bootstrap", "fence / modex (s)"),
           ("checkpoint", "checkpoint write, restore (s)"),
           ("stop", "signal to commit (s)"), ("memory", "RSS of the first collectives (KiB)"),
-          ("endpoints", "endpoints per rank")]
+          ("endpoints", "endpoints per rank"),
+          ("hier", "allreduce, hierarchy (s)")]
 
 
 def svg_to_png(svg):
@@ -1085,8 +1195,9 @@ def write_svg(path, points):
 # What `check` demands of the held-out predictions (medians of
 # |predicted - measured| / measured; endpoints: a count, exact). doc/scale.md
 # states the same figures.
-TOLERANCE = {"endpoints": 0, "allreduce": 1.0, "fence": 1.0, "modex": 1.0,
-             "memory": 0.5, "ckpt_write": 1.0, "ckpt_restore": 1.0, "stop": 1.0}
+TOLERANCE = {"endpoints": 0, "allreduce": 1.0, "hier": 1.0, "fence": 1.0,
+             "modex": 1.0, "memory": 0.5, "ckpt_write": 1.0, "ckpt_restore": 1.0,
+             "stop": 1.0}
 
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
@@ -1108,7 +1219,7 @@ def main(argv=None):
     p = sub.add_parser("measure")
     p.add_argument("--prefix", required=True, help="ringpoint's install prefix")
     p.add_argument("--csv", default=os.path.join(doc, "scale-data.csv"))
-    p.add_argument("--only", default="", help="allreduce,boot,ckpt,stop")
+    p.add_argument("--only", default="", help="allreduce,boot,ckpt,hier,stop")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--real", action="store_true",
                    help="srun's nodes are real ones: let the library choose "
