@@ -14,7 +14,7 @@ CLEANFILES += $(RP_MAN_TOOLS) doc/man/libringpoint.3 doc/man/ringpoint.8
 
 RP_MKMAN = AWK='$(AWK)' $(SHELL) $(srcdir)/doc/man/mkman.sh \
 	-D VERSION='$(PACKAGE_VERSION)' -D SLURM_PLUGINDIR='$(SLURM_PLUGINDIR)' \
-	-D PKGDATADIR='$(pkgdatadir)'
+	-D PKGDATADIR='$(pkgdatadir)' -D SYSCONFDIR='$(sysconfdir)'
 RP_MKMAN_DEPS = $(srcdir)/doc/man/mkman.sh Makefile
 # In the order a reader meets them.
 RP_MAN_HDRS = $(srcdir)/include/ringpoint/context.h \

@@ -7,7 +7,10 @@
 #     environment twin, a SITE SETTINGS entry for every key spank/admin.c
 #     parses and nothing else;
 #   ringpoint-{ckpt,bench,info,example-train}(1): every option of --help;
-#   libringpoint(3): every RP_API function of the public headers;
+#   libringpoint(3): every RP_API function of the public headers, and with
+#     ringpoint(8) an ENVIRONMENT entry for every RINGPOINT_* variable that
+#     runtime/ reads (but the plugin's private step channel and the tests'
+#     fault injection);
 #   every page: no placeholder left, and groff finds nothing to warn about.
 set -u
 src=${srcdir:-.}
@@ -54,7 +57,7 @@ in_list() { # in_list NAME WANT HAVE: every line of WANT in HAVE
     fi
 }
 
-echo "1..12"
+echo "1..13"
 
 # ---- ringpoint(8)
 page=doc/man/ringpoint.8
@@ -102,6 +105,14 @@ api=$(cat "$src"/include/ringpoint/*.h |
                      sub(/\(.*/, "", d); sub(/.*[ *]/, "", d); print d}')
 page_api=$(headings "$page" | sed -n 's/^FUNCTIONS\t\([a-z_0-9]*\)().*/\1/p')
 in_list "libringpoint.3 lists every RP_API function of include/ringpoint/" "$api" "$page_api"
+lib_envs=$(grep -rhoE '"RINGPOINT_[A-Z0-9_]+"' "$src/runtime" --include='*.c' --include='*.h' |
+           tr -d '"' | grep -vxE 'RINGPOINT_(STEP_FD|CKPT_FAULT)' | sort -u)
+plugin_page=doc/man/ringpoint.8
+[ -f "$plugin_page" ] || plugin_page=$src/doc/man/ringpoint.8.in
+page_envs=$( (headings "$page"; headings "$plugin_page") |
+            sed -n 's/^ENVIRONMENT\t\(RINGPOINT_[A-Z0-9_]*\).*/\1/p')
+in_list "libringpoint.3 and ringpoint.8 document every RINGPOINT_* variable of runtime/" \
+    "$lib_envs" "$page_envs"
 
 # ---- every page
 pages=$(ls doc/man/*.[138] 2>/dev/null)
