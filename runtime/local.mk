@@ -69,6 +69,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/write_local.c runtime/ckpt/write_local.h \
 	runtime/ckpt/shardio.c runtime/ckpt/shardio.h \
 	runtime/ckpt/cursor.c runtime/ckpt/worker.c \
+	runtime/ckpt/pcopy.c runtime/ckpt/pcopy.h \
 	runtime/ckpt/engine.c runtime/ckpt/engine.h \
 	runtime/ckpt/regions.c \
 	runtime/ckpt/devstage.c runtime/ckpt/devstage.h \

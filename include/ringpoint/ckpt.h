@@ -27,7 +27,12 @@
  *   default: no limit but the time left before Slurm's SIGKILL, less a
  *   tenth). Past it the process logs which checkpoint and directory hung
  *   and exits RP_EXIT_STOPPED; the previous complete checkpoint is
- *   untouched and the next start removes the unfinished one.
+ *   untouched and the next start removes the unfinished one;
+ * - RINGPOINT_CKPT_COPY_THREADS: threads that copy an async snapshot into
+ *   staging (1 to 64; default: the cores this rank does not share, those
+ *   of its CPU binding, or the node's divided by its ranks, at most 8).
+ *   The time rp_step holds the training loop for an async checkpoint is
+ *   that copy; with no spare core the application's thread copies alone.
  */
 #ifndef RINGPOINT_CKPT_H
 #define RINGPOINT_CKPT_H

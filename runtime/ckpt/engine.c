@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap/bootstrap.h"
 #include "core/context.h"
 #include "ckpt/devstage.h"
 #include "ckpt/fileio.h"
@@ -113,7 +114,10 @@ rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
     }
     /* A bad bound is refused when the state is registered, not at the
      * stop that needs it. */
-    if (rp__ckpt_timeout_env(&e->ckpt_timeout_ns) != RP_OK) {
+    if (rp__ckpt_timeout_env(&e->ckpt_timeout_ns) != RP_OK ||
+        rp__ckpt_pcopy_threads(ctx->bootstrap != NULL
+                                   ? ctx->bootstrap->local_size : 1,
+                               &e->copy_threads) != RP_OK) {
         free(e);
         return NULL;
     }
@@ -572,6 +576,7 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
      * its barrier. */
     (void)rp__ckpt_close(&e->rootfd, e->dir);
     rp__ckpt_io_free(e->staging);
+    rp__ckpt_pcopy_free(e->pcopy);
     rp__ckpt_devstage_free(e);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);

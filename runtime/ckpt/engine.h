@@ -14,6 +14,7 @@
  *   cursor.c   the payload cursor: segments copied and checksummed in one
  *              pass (shardio.h)
  *   worker.c   a helper thread, one job at a time (the restore's reads)
+ *   pcopy.c    the async snapshot's copy split between a rank's idle cores
  *   devstage.c device regions copied to page-locked host memory (through
  *              the GPU module) and back
  *   budget.c   the time a stop has, and whether its checkpoint fits
@@ -45,6 +46,7 @@
 #include "ckpt/budget.h"
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
+#include "ckpt/pcopy.h"
 #include "ckpt/shardio.h"
 #include "util/log.h"
 
@@ -178,6 +180,11 @@ typedef struct rp__ckpt_engine {
      * staging of the device regions) before writing (async.c). */
     rp__ckpt_seg_t *defer_segs;
     size_t defer_nsegs;
+    /* The snapshot copy's threads (pcopy.h): how many it may use, and
+     * the pool, made at the first snapshot that has bytes to share. */
+    unsigned copy_threads;
+    rp__ckpt_pcopy_t *pcopy;
+    bool pcopy_tried;
 
     rp__ckpt_stats_t stats;
 

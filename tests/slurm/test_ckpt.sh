@@ -61,6 +61,26 @@ test_ckpt_round_trip_1_rank_async()  { round_trip 1 1; }
 test_ckpt_round_trip_2_ranks_async() { round_trip 2 1; }
 test_ckpt_round_trip_3_ranks_async() { round_trip 3 1; }
 
+# An async snapshot large enough to be split between threads (3 forced:
+# uneven parts over 2 ranks' 100 MB stripes) is written and restored byte
+# for byte, on both nodes, and while the next steps change the state.
+test_ckpt_parallel_snapshot_copy() {
+    local d out
+    d=$(fresh_dir pcopy)
+    out=$(RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 RINGPOINT_CKPT_ASYNC=1 \
+        RINGPOINT_CKPT_COPY_THREADS=3 srun --mpi=pmix -N2 -n2 "$CHECK" train -n 25 \
+        -b 200000000 2>&1); echo "$out"
+    assert_eq "$(committed "$d")" "10 20" "committed steps"
+    ringpoint-ckpt verify "$d" 20
+    out=$(RINGPOINT_CKPT_DIR=$d srun --mpi=pmix -N2 -n2 "$CHECK" restore -b 200000000 2>&1)
+    echo "$out"
+    restored_all "$out" 2 20
+    out=$(RINGPOINT_CKPT_COPY_THREADS=0 RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 \
+        srun --mpi=pmix -N1 -n1 "$CHECK" train -n 5 2>&1) && fail "RINGPOINT_CKPT_COPY_THREADS=0 accepted"
+    echo "$out"
+    assert_contains "$out" "RINGPOINT_CKPT_COPY_THREADS='0': expected a whole number from 1 to 64"
+}
+
 # A restarted job resumes from the checkpoint and goes on checkpointing.
 test_ckpt_resume_continues() {
     local d out

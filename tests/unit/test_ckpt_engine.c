@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -20,6 +21,7 @@
 #include "ckpt/crc32c.h"
 #include "ckpt/engine.h"
 #include "ckpt/layout.h"
+#include "ckpt/pcopy.h"
 #include "ckpt/shard.h"
 #include "ckpt/shardio.h"
 #include "core/settings.h"
@@ -289,6 +291,81 @@ static void test_settings(void **state)
     assert_int_equal(rp__settings_load(&s), RP_ERR_INVALID_ARG);
 }
 
+/* The snapshot copy split between threads puts every byte where one
+ * thread would: spans of odd sizes, zero fills, part cuts inside spans;
+ * the same pool reused (each copy counted by every thread, including one
+ * posted before a thread first ran); too few bytes to share, and no pool;
+ * a bad RINGPOINT_CKPT_COPY_THREADS refused. */
+static void test_parallel_copy(void **state)
+{
+    enum { A = (19 << 20) + 333, Z = 4097, B = (23 << 20) + 7, C = 5 };
+    const size_t total = A + Z + B + C;
+    unsigned char *a = malloc(A), *b = malloc(B), c[C] = {9, 8, 7, 6, 5};
+    unsigned char *want = malloc(total), *got = malloc(total);
+    rp__ckpt_pcopy_t *pool;
+    unsigned n;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (size_t i = 0; i < A; i++) {
+        a[i] = (unsigned char)(i * 31 + 1);
+    }
+    for (size_t i = 0; i < B; i++) {
+        b[i] = (unsigned char)(i * 17 + 3);
+    }
+    memcpy(want, a, A);
+    memset(want + A, 0, Z);
+    memcpy(want + A + Z, b, B);
+    memcpy(want + A + Z + B, c, C);
+    rp__ckpt_span_t spans[4] = {{got, a, A},
+                                {got + A, NULL, Z},
+                                {got + A + Z, b, B},
+                                {got + A + Z + B, c, C}};
+    for (unsigned threads = 1; threads <= 5; threads += 2) {
+        pool = rp__ckpt_pcopy_new(threads);
+        assert_true(threads == 1 ? pool == NULL : pool != NULL);
+        for (int round = 0; round < 3; round++) {
+            memset(got, 0xee, total);
+            rp__ckpt_pcopy_run(pool, spans, 4);
+            assert_memory_equal(got, want, total);
+        }
+        /* Too few bytes to share: the caller alone. */
+        memset(got, 0xee, 100);
+        rp__ckpt_span_t small = {got, a, 100};
+        rp__ckpt_pcopy_run(pool, &small, 1);
+        assert_memory_equal(got, a, 100);
+        rp__ckpt_pcopy_free(pool);
+    }
+    rp__ckpt_pcopy_free(rp__ckpt_pcopy_new(4)); /* never used */
+    setenv("RINGPOINT_CKPT_COPY_THREADS", "3", 1);
+    assert_int_equal(rp__ckpt_pcopy_threads(2, &n), RP_OK);
+    assert_int_equal(n, 3);
+    setenv("RINGPOINT_CKPT_COPY_THREADS", "0", 1);
+    assert_int_equal(rp__ckpt_pcopy_threads(2, &n), RP_ERR_INVALID_ARG);
+    setenv("RINGPOINT_CKPT_COPY_THREADS", "2x", 1);
+    assert_int_equal(rp__ckpt_pcopy_threads(2, &n), RP_ERR_INVALID_ARG);
+    unsetenv("RINGPOINT_CKPT_COPY_THREADS");
+    assert_int_equal(rp__ckpt_pcopy_threads(1000000, &n), RP_OK);
+    {
+        /* More ranks than cores: alone, unless the launcher bound this
+         * process to cores of its own. */
+        cpu_set_t set;
+        long mine = sched_getaffinity(0, sizeof(set), &set) == 0
+                        ? CPU_COUNT(&set) : 0;
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+        assert_int_equal(n, mine > 0 && mine < online ? (mine > 8 ? 8 : mine)
+                                                       : 1);
+    }
+    free(a);
+    free(b);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_register_rules),
         cmocka_unit_test(test_segments_cover_the_stream),
         cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_parallel_copy),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
