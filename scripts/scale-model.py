@@ -291,18 +291,38 @@ def _children(ppid, name):
     return found
 
 
+def _srun_job(name):
+    """The id of this user's job named @name, once squeue lists it."""
+    for _ in range(200):
+        out = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i"],
+                             stdout=subprocess.PIPE, text=True).stdout.split()
+        if out:
+            return out[0]
+        time.sleep(0.1)
+    raise RuntimeError("stop: no job named %s in squeue" % name)
+
+
 def measure_stop(a, w, rnd, layouts):
-    """SIGTERM to a training loop under mpirun; rank 0's log says when the
-    stop checkpoint was committed, counted from the signal."""
+    """SIGTERM to a training loop under mpirun, or under srun on the
+    emulated nodes; rank 0's log says when the stop checkpoint was
+    committed, counted from the signal."""
     tool = os.path.join(a.prefix, "libexec", "ringpoint", "ringpoint-ckpt-check")
-    for ranks, size, sleep_ms in layouts:
+    for launcher, nodes, ranks, size, sleep_ms in layouts:
         d = os.path.join(a.ckpt_dir, "stop-%d" % os.getpid())
+        name = "rp-scale-stop-%d" % os.getpid()
         env = dict(os.environ, RINGPOINT_CKPT_DIR=d,
                    RINGPOINT_SLURM_KILL_WAIT="30")
-        cmd = ["nice", "-n", "10", "mpirun", "--allow-run-as-root",
-               "--oversubscribe", "-np", str(ranks), "-x", "RINGPOINT_CKPT_DIR",
-               "-x", "RINGPOINT_SLURM_KILL_WAIT", tool, "train", "-n", "1000000",
-               "-b", str(size), "-s", str(sleep_ms)]
+        if launcher == "mpirun":
+            cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                   str(ranks), "-x", "RINGPOINT_CKPT_DIR", "-x",
+                   "RINGPOINT_SLURM_KILL_WAIT"]
+        else:
+            cmd = ["srun", "--mpi=pmix", "-N", str(nodes), "-n", str(ranks),
+                   "-J", name]
+            if EMULATED:
+                env["RINGPOINT_COLL_SPIN_US"] = "0"   # as _launch says
+        cmd = ["nice", "-n", "10"] + cmd + [tool, "train", "-n", "1000000",
+                                            "-b", str(size), "-s", str(sleep_ms)]
         # The step time first: runs of 2 and 8 steps without a stop (no
         # checkpoint is due); the difference is 6 steps without the launch.
         runs = []
@@ -320,14 +340,19 @@ def measure_stop(a, w, rnd, layouts):
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         time.sleep(max(4.0, total))
-        # To the ranks themselves, as slurmstepd does (mpirun would forward
-        # it, then kill the ranks before a large checkpoint is committed).
-        kids = _children(p.pid, "ringpoint-ckpt-check")
-        if len(kids) != ranks:
-            p.kill()
-            raise RuntimeError("stop: found %d of %d ranks" % (len(kids), ranks))
-        for pid in kids:
-            os.kill(pid, signal.SIGTERM)
+        if launcher == "mpirun":
+            # To the ranks themselves, as slurmstepd does (mpirun would
+            # forward it, then kill the ranks before a large checkpoint is
+            # committed).
+            kids = _children(p.pid, "ringpoint-ckpt-check")
+            if len(kids) != ranks:
+                p.kill()
+                raise RuntimeError("stop: found %d of %d ranks" % (len(kids), ranks))
+            for pid in kids:
+                os.kill(pid, signal.SIGTERM)
+        else:
+            # Every task of the job, through slurmstepd, as a preemption.
+            subprocess.run(["scancel", "-s", "TERM", _srun_job(name)], check=True)
         out = p.communicate(timeout=120)[0]
         subprocess.run(["rm", "-rf", d, d + "-steps"])
         m = re.search(r"checkpoint committed, (\d+) bytes, ([\d.]+) s after the signal", out)
@@ -337,10 +362,10 @@ def measure_stop(a, w, rnd, layouts):
         load = _load()
         for k, x in (("after_signal_s", float(m.group(2))),
                      ("bytes", int(m.group(1))), ("step_s", step_s)):
-            w.writerow(["stop", "mpirun", 1, ranks, "sync", size, k,
+            w.writerow(["stop", launcher, nodes, ranks, "sync", size, k,
                         "%.3f" % x, rnd, "%.1f" % load])
-        print("stop %d ranks %d MiB: %.2f s after the signal (step %.3f s)"
-              % (ranks, size >> 20, float(m.group(2)), step_s))
+        print("stop %s %dx%d %d MiB: %.2f s after the signal (step %.3f s)"
+              % (launcher, nodes, ranks, size >> 20, float(m.group(2)), step_s))
 
 
 def measure(a):
@@ -371,7 +396,10 @@ def measure(a):
             if "hier" in kinds and have_srun:
                 measure_hier(a, w, rnd, [("srun", 2, 4), ("srun", 4, 8)])
             if "stop" in kinds:
-                measure_stop(a, w, rnd, [(2, 64 << 20, 200), (4, 256 << 20, 200)])
+                lay = [("mpirun", 1, 2, 64 << 20, 200), ("mpirun", 1, 4, 256 << 20, 200)]
+                if have_srun:
+                    lay += [("srun", 2, 4, 64 << 20, 200), ("srun", 4, 8, 64 << 20, 200)]
+                measure_stop(a, w, rnd, lay)
             f.flush()
 
 
@@ -928,23 +956,26 @@ def report(a):
 
     # -------------------------------------------------- (e) stop path
     st = _median_by(_rows(data, kind="stop"),
-                    lambda r: (int(r["ranks"]), int(r["size"]), r["metric"]))
+                    lambda r: (r["launcher"], int(r["nodes"]), int(r["ranks"]),
+                               int(r["size"]), r["metric"]))
     print("## (e) Stop path: signal -> agreed step -> committed checkpoint\n")
     rows = []
-    for n, size in sorted({k[:2] for k in st}):
-        meas = st[(n, size, "after_signal_s")]
-        nbytes = st[(n, size, "bytes")]
-        step = st[(n, size, "step_s")]
-        write = w0 + w1 * nbytes + commit_coll(net, n, nbytes)
-        agree = net.allreduce(n, 64) + net.bcast(n, 64)
+    for lau, N, n, size in sorted({k[:4] for k in st}, key=lambda k: (k[2], k[0])):
+        meas = st[(lau, N, n, size, "after_signal_s")]
+        nbytes = st[(lau, N, n, size, "bytes")]
+        step = st[(lau, N, n, size, "step_s")]
+        snet = nets.get(lau, net)
+        write = w0 + w1 * nbytes + commit_coll(snet, n, nbytes)
+        agree = snet.allreduce(n, 64) + snet.bcast(n, 64)
         lo, hi = write + agree, write + agree + step
         mid = (lo + hi) / 2
-        points.append(("stop", "%d ranks %s" % (n, _fmt_b(nbytes)), meas, mid, True))
+        points.append(("stop", "%s %dx%d %s" % (lau, N, n, _fmt_b(nbytes)), meas, mid, True))
         errors.setdefault("stop", []).append(abs(_err(mid, meas)))
-        rows.append([n, _fmt_b(nbytes), "%.0f" % (step * 1e3), "%.2f" % meas,
-                     "%.2f - %.2f" % (lo, hi), "yes" if lo <= meas <= hi else "no",
+        rows.append(["%s -N%d -n%d" % (lau, N, n), _fmt_b(nbytes), "%.0f" % (step * 1e3),
+                     "%.2f" % meas, "%.2f - %.2f" % (lo, hi),
+                     "yes" if lo <= meas <= hi else "no",
                      "%+.0f %%" % (100 * _err(mid, meas))])
-    print(_table(["ranks", "checkpoint bytes", "step ms", "measured s after SIGTERM",
+    print(_table(["layout", "checkpoint bytes", "step ms", "measured s after SIGTERM",
                   "model: write + agree + [0, step]", "inside", "error (mid)"], rows))
     print()
     fitted = dict(net=net, f0=f0, f1=f1, t_get=t_get, rss_init=rss_init, m0=m0,
