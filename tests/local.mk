@@ -214,6 +214,11 @@ pkglibexec_PROGRAMS += tests/slurm/ringpoint-fork-check
 tests_slurm_ringpoint_fork_check_SOURCES = tests/slurm/fork_check.c
 tests_slurm_ringpoint_fork_check_LDADD = runtime/libringpoint.la
 
+# rp_finalize with non-blocking collectives not waited for (test_fork.sh).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-finalize-check
+tests_slurm_ringpoint_finalize_check_SOURCES = tests/slurm/finalize_check.c
+tests_slurm_ringpoint_finalize_check_LDADD = runtime/libringpoint.la
+
 # The checkpoint engine's end-to-end program (tests/slurm/test_ckpt.sh).
 pkglibexec_PROGRAMS += tests/slurm/ringpoint-ckpt-check
 tests_slurm_ringpoint_ckpt_check_SOURCES = tests/slurm/ckpt_check.c

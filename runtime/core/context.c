@@ -134,6 +134,14 @@ void rp_finalize(rp_context_h ctx)
      * error otherwise). Bounded, so that a rank that left after an error
      * of its own, while the others wait in another collective, still goes
      * away soon and lets them see it fail. */
+    /* Non-blocking collectives still queued run first, on the progress
+     * thread, and this thread waits for them: the barrier below must not
+     * drive the UCX worker beside it (two threads in ucp_worker_progress:
+     * UCX aborts, "Assertion `worker->inprogress++ == 0' failed", on every
+     * rank that finalized with an rp_iallreduce not yet waited for). */
+    if (ctx->comm != NULL) {
+        rp__comm_sync(ctx->comm);
+    }
     if (ctx->comm != NULL && ctx->comm->broken == RP_OK &&
         ctx->comm->size > 1) {
         uint64_t t = ctx->comm->timeout_ns;

@@ -47,5 +47,25 @@ test_fork_under_mpirun_tcp() {
     [ ! -e "$RP_WORK/mpirun/step-000000000002" ] || fail "a child wrote a checkpoint"
 }
 
+# rp_finalize with an rp_iallreduce and an rp_ibarrier not waited for: the
+# queued collectives run first and their results are there, and the
+# finalize's barrier waits for them (it drove the UCX worker beside the
+# progress thread, and UCX aborted every rank, 5 of 5 runs). Over TCP, as
+# the in-flight case above; 3 runs, about 1 s each.
+test_finalize_with_requests_pending_mpirun_tcp() {
+    local out i
+    for i in 1 2 3; do
+        out=$(env -u SLURM_CONF RINGPOINT_COLL_TIMEOUT=30s timeout 60 mpirun \
+            --allow-run-as-root --oversubscribe -np 3 -x UCX_TLS=tcp,self \
+            -x RINGPOINT_COLL_TIMEOUT \
+            "$RP_PREFIX/libexec/ringpoint/ringpoint-finalize-check" 2>&1) ||
+            fail "run $i: $out"
+        echo "$out"
+        assert_contains "$out" "finalize-check: ok"
+        assert_not_contains "$out" "Assertion"
+        assert_not_contains "$out" "error"
+    done
+}
+
 export PATH=$RP_PREFIX/bin:$PATH
 run_all
