@@ -487,6 +487,9 @@ rp_status_t rp__comm_timed_out(rp_comm_t *c, int peer)
     rp__format_duration(c->timeout_ns / 1000000000ULL, what, sizeof(what));
     rp_error("%s: rank %d sent nothing for %s (RINGPOINT_COLL_TIMEOUT): it "
              "died, hangs or is not in this collective", c->op, peer, what);
+    if (c->tp != NULL && c->tp->ops->describe_stall != NULL) {
+        c->tp->ops->describe_stall(c->tp, peer);
+    }
     return rp__comm_fail(c, RP_ERR_TIMEOUT, peer);
 }
 

@@ -71,6 +71,9 @@ typedef struct rp_transport_ops {
      * acknowledgement waits in a queue until the worker is progressed,
      * and the sender's request with it). Bounded; NULL: nothing owed. */
     void (*flush)(rp_transport_t *tp);
+    /* After a wait for @peer timed out: log what may tell a lost message
+     * from one that sits unread (NULL: nothing to say). */
+    void (*describe_stall)(rp_transport_t *tp, int peer);
     void (*destroy)(rp_transport_t *tp);
 } rp_transport_ops_t;
 

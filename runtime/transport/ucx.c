@@ -26,14 +26,22 @@
 #include "transport/transport.h"
 #include "util/log.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -586,6 +594,94 @@ static void rp_ucx_flush(rp_transport_t *tp)
     }
 }
 
+/* "address:port" of @sa into @buf. */
+static void rp_ucx_sockaddr_str(const struct sockaddr_storage *sa, char *buf,
+                                size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(buf, len, "%s:%u", host, port);
+}
+
+/* A wait timed out: say what the kernel holds on this process's TCP
+ * connections (UCX's, and any other of the process). Bytes unread here
+ * mean the worker stopped reading a connection that has data (an event
+ * lost below us); bytes this side has not got rid of mean the peer stopped
+ * reading; nothing anywhere means the message was never sent. Which of the
+ * three it was is what the rare TCP stall of issue 15 left unknown. */
+static void rp_ucx_describe_stall(rp_transport_t *tp, int peer)
+{
+    rp_ucx_t *ucx = tp->impl;
+    DIR *d = opendir("/proc/self/fd");
+    int conns = 0, busy = 0;
+    struct dirent *e;
+
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        struct sockaddr_storage la, pa;
+        socklen_t alen = sizeof(la), plen = sizeof(pa);
+        int fd, type = 0, inq = 0, outq = 0, listening = 0;
+        socklen_t olen = sizeof(type);
+        char lbuf[64], pbuf[64];
+        struct stat st;
+
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') {
+            continue;
+        }
+        fd = atoi(e->d_name);
+        if (fd == dirfd(d) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+            getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &olen) != 0 ||
+            type != SOCK_STREAM ||
+            getsockname(fd, (struct sockaddr *)&la, &alen) != 0 ||
+            (la.ss_family != AF_INET && la.ss_family != AF_INET6)) {
+            continue;
+        }
+        olen = sizeof(listening);
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) == 0 &&
+            listening) {
+            continue;
+        }
+        if (getpeername(fd, (struct sockaddr *)&pa, &plen) != 0) {
+            continue;
+        }
+        conns++;
+        if (ioctl(fd, SIOCINQ, &inq) != 0) {
+            inq = 0;
+        }
+        if (ioctl(fd, SIOCOUTQ, &outq) != 0) {
+            outq = 0;
+        }
+        if (inq == 0 && outq == 0) {
+            continue;
+        }
+        busy++;
+        rp_ucx_sockaddr_str(&la, lbuf, sizeof(lbuf));
+        rp_ucx_sockaddr_str(&pa, pbuf, sizeof(pbuf));
+        rp_warn("transport: stalled wait for rank %d: TCP %s -> %s (fd %d): "
+                "%d bytes unread here, %d not yet taken by the other end",
+                peer, lbuf, pbuf, fd, inq, outq);
+    }
+    closedir(d);
+    rp_warn("transport: stalled wait for rank %d: %d of %d TCP connections "
+            "of this process hold data; the UCX worker %s", peer, busy, conns,
+            ucp_worker_progress(ucx->worker) != 0 ? "found work when "
+            "progressed once more" : "has nothing to do");
+}
+
 /* Close every endpoint: flush those that are healthy, for a bounded time,
  * so the last messages of the last collective are not cut off; force
  * those whose peer failed. */
@@ -707,6 +803,77 @@ static bool rp_ucx_net_is_tcp(const rp_bootstrap_t *bs)
     return stat("/sys/class/infiniband", &st) != 0;
 }
 
+/* Whether network interface @name is a Linux bridge. */
+static bool rp_ucx_is_bridge(const char *name)
+{
+    char path[64 + IF_NAMESIZE];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "/sys/class/net/%s/bridge", name);
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The network interfaces UCX may use, as a UCX_NET_DEVICES list into
+ * @buf: those that are up and have an address, bridges left out. False
+ * (use UCX's default, every interface) when no bridge has an address, or
+ * when leaving them out would leave no interface but loopback (a host whose
+ * only address is on its bridge, as virtual machine hosts often are).
+ *
+ * Why: UCX 1.13 opens a TCP interface on every network device it finds at
+ * ucp_init and spreads a peer's lanes over them, and a bridge is often
+ * made and removed by others while a job runs (container and virtual
+ * network tools; on the test machine, other sessions' emulated hosts, whose
+ * bridge 10.x.y.254 in the root namespace lives as long as their cluster).
+ * When it goes, the connections over its address lose their route: the
+ * kernel retransmits into the void and every rank of the ring waits until
+ * RINGPOINT_COLL_TIMEOUT, or until TCP gives up and UCX reports "Endpoint
+ * timeout" (issue 15's rare "TCP stall", seen with forks and without: two
+ * runs stalled at the same second, all their stuck bytes on the vanished
+ * 10.65.178.254). Reproduced by removing a bridge 3 s into a job: 3 of 3
+ * runs stalled before, 0 of 10 after. UCX itself leaves bridges out by
+ * default from 1.17 on (UCX_TCP_BRIDGE_ENABLE=n); this is that choice for
+ * the UCX this library runs with. A user's UCX_NET_DEVICES is kept. */
+static bool rp_ucx_net_devices(char *buf, size_t len)
+{
+    struct ifaddrs *ifs, *ifa;
+    bool bridges = false, other = false;
+    size_t used = 0;
+
+    if (getifaddrs(&ifs) != 0) {
+        return false;
+    }
+    buf[0] = '\0';
+    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
+        const char *name = ifa->ifa_name;
+        size_t n = strlen(name);
+        const char *p;
+
+        if (ifa->ifa_addr == NULL || !(ifa->ifa_flags & IFF_UP) ||
+            (ifa->ifa_addr->sa_family != AF_INET &&
+             ifa->ifa_addr->sa_family != AF_INET6)) {
+            continue;
+        }
+        if (rp_ucx_is_bridge(name)) {
+            bridges = true;
+            continue;
+        }
+        other = other || !(ifa->ifa_flags & IFF_LOOPBACK);
+        /* Once each (an interface has an entry per address). */
+        for (p = strstr(buf, name); p != NULL; p = strstr(p + 1, name)) {
+            if ((p == buf || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) {
+                break;
+            }
+        }
+        if (p != NULL || used + n + 2 > len) {
+            continue;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                 used > 0 ? "," : "", name);
+    }
+    freeifaddrs(ifs);
+    return bridges && other && used > 0;
+}
+
 /* More ranks on this node than CPUs (as the collectives judge it). */
 static bool rp_ucx_oversubscribed(const rp_bootstrap_t *bs)
 {
@@ -763,6 +930,7 @@ static const rp_transport_ops_t rp_ucx_ops = {
     .block = rp_ucx_block,
     .peer_status = rp_ucx_peer_status,
     .flush = rp_ucx_flush,
+    .describe_stall = rp_ucx_describe_stall,
     .destroy = rp_ucx_destroy,
 };
 
@@ -778,8 +946,10 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     rp_ucx_t *ucx;
     rp_status_t status = RP_ERR_NO_MEMORY;
     const char *rndv, *why;
+    char devices[512];
+    struct stat sb;
     bool shared;
-    ucs_status_t st;
+    ucs_status_t st, st_ucx;
     int i;
 
     tp = calloc(1, sizeof(*tp));
@@ -838,6 +1008,18 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
         rndv = "64k";
     } else {
         rndv = NULL;
+    }
+    /* Where TCP may carry the job's traffic and no RDMA device could be
+     * left out by the list (UCX_NET_DEVICES names every kind of network
+     * device): no bridges, see rp_ucx_net_devices. */
+    if (getenv("UCX_NET_DEVICES") == NULL &&
+        (rp_ucx_tls_tcp_only() || stat("/sys/class/infiniband", &sb) != 0) &&
+        rp_ucx_net_devices(devices, sizeof(devices))) {
+        st_ucx = ucp_config_modify(config, "NET_DEVICES", devices);
+        rp_debug("transport: UCX network devices %s (bridges left out: one "
+                 "that goes away mid-job stalls the connections over it)%s%s",
+                 devices, st_ucx == UCS_OK ? "" : ": not set, ",
+                 st_ucx == UCS_OK ? "" : ucs_status_string(st_ucx));
     }
     ucx->owed_min = RP_UCX_OWED_MIN_BYTES;
     if (getenv("UCX_RNDV_THRESH") != NULL) {

@@ -11,7 +11,7 @@
 # Before the fork guard: the children of two ranks ran an allreduce
 # together over their parents' channels, wrote a checkpoint, crashed in
 # UCX at rp_finalize, and ignored SIGTERM. The Python side (DataLoader
-# workers, os.fork) is python/tests/test_fork.py. About 15 s.
+# workers, os.fork) is python/tests/test_fork.py. About 25 s.
 . "$(dirname "$0")/../lib/harness.sh"
 
 export CHECK=$RP_PREFIX/libexec/ringpoint/ringpoint-fork-check
@@ -45,6 +45,42 @@ test_fork_under_mpirun_tcp() {
         -x RINGPOINT_CKPT_DIR="$RP_WORK/mpirun" -x RINGPOINT_COLL_TIMEOUT "$CHECK" 2>&1)
     check_output "$out"
     [ ! -e "$RP_WORK/mpirun/step-000000000002" ] || fail "a child wrote a checkpoint"
+}
+
+# The TCP stall of the in-flight case (issue 15): a bridge with an address
+# exists when the job starts and is removed while it runs, as other
+# sessions' emulated hosts (scripts/cluster.sh's 10.x.y.254) come and go
+# on this machine. UCX 1.13 spread the ranks' connections over it too, and
+# every rank then waited for its neighbour until the timeout (3 of 3 runs
+# stalled; both stalls caught in the loops, a fork-check and a run without
+# forks, had all their stuck bytes on a vanished 10.65.178.254). The
+# transport leaves bridges out of UCX's devices (transport/ucx.c); with
+# UCX_NET_DEVICES=all (UCX's own default, which the library keeps) this
+# test fails as before. Needs CAP_NET_ADMIN; about 5 s.
+test_fork_tcp_bridge_removed_mid_job() {
+    local out rc br=rpfk$$ net=10.254.$(($$ % 250))
+    rm -rf "$RP_WORK/bridge"
+    mkdir -p "$RP_WORK/bridge"
+    ip link add "$br" type bridge 2>/dev/null || {
+        echo "skipped: cannot create a bridge (CAP_NET_ADMIN?)"
+        return 0
+    }
+    ip addr add "$net.254/24" dev "$br" && ip link set "$br" up ||
+        { ip link del "$br"; fail "cannot bring $br up"; return 1; }
+    env -u SLURM_CONF RINGPOINT_COLL_TIMEOUT=10s timeout 120 mpirun \
+        --allow-run-as-root --oversubscribe -np 3 -x UCX_TLS=tcp,self \
+        -x RINGPOINT_CKPT_DIR="$RP_WORK/bridge" -x RINGPOINT_COLL_TIMEOUT \
+        ${UCX_NET_DEVICES:+-x UCX_NET_DEVICES} \
+        "$CHECK" >"$RP_WORK/bridge.out" 2>&1 &
+    local pid=$!
+    sleep 2
+    ip link del "$br"
+    rc=0
+    wait $pid || rc=$?
+    out=$(cat "$RP_WORK/bridge.out")
+    echo "$out"
+    [ $rc -eq 0 ] || fail "exit status $rc"
+    check_output "$out"
 }
 
 # rp_finalize with an rp_iallreduce and an rp_ibarrier not waited for: the
