@@ -25,7 +25,8 @@
  * except the manifest and rename steps that only rank 0 runs): snapshot
  * copy+CRC (async, the stall), copy+CRC into bounce buffers (sync), pwrite,
  * fsync, the rest of the shard write (wr-other: buffers, open, header,
- * the first fill, the writer waiting for a filled buffer), the vote (it waits for the slowest rank's write), the commit
+ * the first fill, the writer waiting for a filled buffer), the vote (it
+ * waits for the slowest rank's write), the commit
  * without the vote, of which the collectives (rank 0), the manifest, the
  * renames + directory fsyncs; retention (rank 0, a helper thread: not in
  * the stall); restore: read,
@@ -278,9 +279,11 @@ int rp__ckpt_bench_main(int argc, char **argv)
 
     for (it = 0; it < iters; it++) {
         double w_s, r_s, dd_s, cp_s, crc_s, f_s, rawd_s = -1;
+        /* The stripe rounded up to whole 4 KiB blocks, for O_DIRECT. */
+        const size_t rawlen = (size_t)((slen + 4095) / 4096 * 4096);
         int mode;
 
-        if (rp_b_raw(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096),
+        if (rp_b_raw(ctx, dir, rank, raw, rawlen,
                      &w_s, &r_s, &f_s) != 0) {
             return 2;
         }
@@ -313,7 +316,7 @@ int rp__ckpt_bench_main(int argc, char **argv)
                  * in even rounds and second in odd ones (the disk's state
                  * drifts within a round); both after a quiesce. */
                 if (it % 2 == 0) {
-                    rawd_s = rp_b_raw_durable(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096));
+                    rawd_s = rp_b_raw_durable(ctx, dir, rank, raw, rawlen);
                 }
                 rp_b_quiesce(ctx, dir);
             }
@@ -363,7 +366,7 @@ int rp__ckpt_bench_main(int argc, char **argv)
             row->direct = st.direct;
             if (mode == 0) {
                 if (it % 2 == 1) {
-                    rawd_s = rp_b_raw_durable(ctx, dir, rank, raw, (size_t)((slen + 4095) / 4096 * 4096));
+                    rawd_s = rp_b_raw_durable(ctx, dir, rank, raw, rawlen);
                 }
                 if (rawd_s <= 0) {
                     return 2;

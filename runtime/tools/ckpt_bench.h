@@ -48,7 +48,7 @@ void rp_b_quiesce(rp_context_h ctx, const char *dir);
  * names durable); after a quiesce. Returns the slowest rank's seconds,
  * < 0 on failure. */
 double rp_b_raw_durable(rp_context_h ctx, const char *dir, int rank,
-                        const unsigned char *buf, size_t len);
+                        unsigned char *buf, size_t len);
 
 /* Drop the page cache of every shard of the newest checkpoint, so the
  * restore reads from the device (shards written with O_DIRECT are not

@@ -72,6 +72,23 @@ double rp_b_median(double *v, int n)
     return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
+/* All @len bytes of @buf to (@write) or from @fd at offset 0, in 64 MiB
+ * requests: the raw baselines' access pattern. False on the first short
+ * or failed request (errno says why). */
+static bool rp_b_io(int fd, unsigned char *buf, size_t len, bool write)
+{
+    for (size_t off = 0; off < len; off += 64u << 20) {
+        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
+        ssize_t got = write ? pwrite(fd, buf + off, n, (off_t)off)
+                            : pread(fd, buf + off, n, (off_t)off);
+
+        if (got != (ssize_t)n) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Raw baseline: this rank's stripe with O_DIRECT + fsync, then read back
  * cold with O_DIRECT. Returns the slowest rank's seconds. */
 int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
@@ -80,7 +97,6 @@ int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
 {
     char path[4200];
     double t0, t1;
-    size_t off;
     int fd;
 
     snprintf(path, sizeof(path), "%s/raw-%d.bin", dir, rank);
@@ -92,14 +108,10 @@ int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
         perror(path);
         return -1;
     }
-    for (off = 0; off < len; off += 64u << 20) {
-        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
-
-        if (pwrite(fd, buf + off, n, (off_t)off) != (ssize_t)n) {
-            perror("raw write");
-            close(fd);
-            return -1;
-        }
+    if (!rp_b_io(fd, buf, len, true)) {
+        perror("raw write");
+        close(fd);
+        return -1;
     }
     t1 = rp_b_now();
     fsync(fd);
@@ -113,14 +125,10 @@ int rp_b_raw(rp_context_h ctx, const char *dir, int rank,
         perror(path);
         return -1;
     }
-    for (off = 0; off < len; off += 64u << 20) {
-        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
-
-        if (pread(fd, buf + off, n, (off_t)off) != (ssize_t)n) {
-            perror("raw read");
-            close(fd);
-            return -1;
-        }
+    if (!rp_b_io(fd, buf, len, false)) {
+        perror("raw read");
+        close(fd);
+        return -1;
     }
     close(fd);
     *r_s = rp_b_max(ctx, rp_b_now() - t0);
@@ -151,11 +159,10 @@ void rp_b_quiesce(rp_context_h ctx, const char *dir)
  * names durable); after a quiesce. Returns the slowest rank's seconds,
  * < 0 on failure. */
 double rp_b_raw_durable(rp_context_h ctx, const char *dir, int rank,
-                        const unsigned char *buf, size_t len)
+                        unsigned char *buf, size_t len)
 {
     char path[4200];
     double t0, t;
-    size_t off;
     int fd, dfd, ok = 1;
 
     snprintf(path, sizeof(path), "%s/rawd-%d.bin", dir, rank);
@@ -168,12 +175,8 @@ double rp_b_raw_durable(rp_context_h ctx, const char *dir, int rank,
         perror(path);
         ok = 0;
     }
-    for (off = 0; ok && off < len; off += 64u << 20) {
-        size_t n = len - off < (64u << 20) ? len - off : (64u << 20);
-
-        ok = pwrite(fd, buf + off, n, (off_t)off) == (ssize_t)n;
-    }
-    ok = ok && fsync(fd) == 0 && fsync(dfd) == 0;
+    ok = ok && rp_b_io(fd, buf, len, true) &&
+         fsync(fd) == 0 && fsync(dfd) == 0;
     t = rp_b_now() - t0;
     if (fd >= 0) {
         close(fd);
