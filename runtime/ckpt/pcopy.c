@@ -16,9 +16,12 @@
 
 #include "util/log.h"
 
-/* The most threads a copy uses: one thread's copy is bound by the latency
- * of its own misses, and a handful fill the memory controllers. */
-#define RP_PC_MAX 8u
+/* The most threads a copy uses unless told otherwise: one thread's copy
+ * is bound by the latency of its own misses, and a handful fill the
+ * memory controllers. RINGPOINT_CKPT_COPY_THREADS may ask for up to
+ * RP_PC_MAX. */
+#define RP_PC_AUTO_MAX 8u
+#define RP_PC_MAX 64u
 /* The least a thread is given: below it the wake-up costs more than the
  * thread saves (a few microseconds against ~1 ms per 8 MiB). */
 #define RP_PC_MIN_PART (8u << 20)
@@ -134,10 +137,11 @@ rp_status_t rp__ckpt_pcopy_threads(int local_size, unsigned *n_p)
 
         errno = 0;
         x = strtoul(v, &end, 10);
-        if (errno != 0 || end == v || *end != '\0' || x < 1 || x > 64) {
+        if (errno != 0 || end == v || *end != '\0' || x < 1 ||
+            x > RP_PC_MAX) {
             rp_error("RINGPOINT_CKPT_COPY_THREADS='%s': expected a whole "
-                     "number from 1 to 64 (threads of the snapshot copy)",
-                     v);
+                     "number from 1 to %u (threads of the snapshot copy)",
+                     v, RP_PC_MAX);
             return RP_ERR_INVALID_ARG;
         }
         *n_p = (unsigned)x;
@@ -152,7 +156,7 @@ rp_status_t rp__ckpt_pcopy_threads(int local_size, unsigned *n_p)
                                      : online / (local_size > 0 ? local_size
                                                                 : 1));
     }
-    n = n < 1 ? 1 : n > RP_PC_MAX ? RP_PC_MAX : n;
+    n = n < 1 ? 1 : n > RP_PC_AUTO_MAX ? RP_PC_AUTO_MAX : n;
     *n_p = n;
     return RP_OK;
 }

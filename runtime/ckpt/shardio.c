@@ -383,7 +383,7 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
             unsigned char *dst = bounce;
 
             if (fault != RP_CKPT_FAULT_NONE && pos < half &&
-                want > half - pos && half > pos) {
+                want > half - pos) {
                 want = half - pos;
             }
             if (piped && (dst = rp_sio_ring_free(&ring)) == NULL) {
