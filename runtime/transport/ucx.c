@@ -786,13 +786,19 @@ static bool rp_ucx_tls_tcp_only(void)
     return tcp;
 }
 
+/* Does this host have an RDMA device (that UCX could use)? */
+static bool rp_ucx_has_rdma(void)
+{
+    struct stat st;
+
+    return stat("/sys/class/infiniband", &st) == 0;
+}
+
 /* The network between nodes is TCP: UCX_TLS says so, or the job spans
  * nodes and this one has no RDMA device. (Only the rendezvous threshold
  * hangs on the second test, and it need not agree between ranks.) */
 static bool rp_ucx_net_is_tcp(const rp_bootstrap_t *bs)
 {
-    struct stat st;
-
     if (rp_ucx_tls_tcp_only()) {
         return true;
     }
@@ -800,7 +806,7 @@ static bool rp_ucx_net_is_tcp(const rp_bootstrap_t *bs)
         bs->local_size >= bs->size) {
         return false;
     }
-    return stat("/sys/class/infiniband", &st) != 0;
+    return !rp_ucx_has_rdma();
 }
 
 /* Whether network interface @name is a Linux bridge. */
@@ -947,7 +953,6 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     rp_status_t status = RP_ERR_NO_MEMORY;
     const char *rndv, *why;
     char devices[512];
-    struct stat sb;
     bool shared;
     ucs_status_t st, st_ucx;
     int i;
@@ -1013,7 +1018,7 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
      * left out by the list (UCX_NET_DEVICES names every kind of network
      * device): no bridges, see rp_ucx_net_devices. */
     if (getenv("UCX_NET_DEVICES") == NULL &&
-        (rp_ucx_tls_tcp_only() || stat("/sys/class/infiniband", &sb) != 0) &&
+        (rp_ucx_tls_tcp_only() || !rp_ucx_has_rdma()) &&
         rp_ucx_net_devices(devices, sizeof(devices))) {
         st_ucx = ucp_config_modify(config, "NET_DEVICES", devices);
         rp_debug("transport: UCX network devices %s (bridges left out: one "
