@@ -10,9 +10,11 @@
  * the world size changed), reading whole chunks and checking their CRCs,
  * plus its own per-rank regions; nothing is written into the application's
  * memory yet. An allreduce(MIN) of a verdict decides for everyone: all
- * good, then rounds of allgather rebuild the replicated regions on every
- * rank and the per-rank ones are copied in; a bad CRC or unreadable file
- * on any rank, then every rank tries the next older checkpoint; a region
+ * good, then the replicated regions are rebuilt on every rank from the
+ * ranks' stripes (on one node each rank reads its peers' stripe buffers
+ * straight into its regions; else rounds of allgather and a scatter copy)
+ * and the per-rank ones are copied in; a bad CRC or unreadable file on
+ * any rank, then every rank tries the next older checkpoint; a region
  * that does not fit the checkpoint, then every rank fails.
  *
  * Everything taken from the manifest is checked against the registered
@@ -27,16 +29,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ckpt/catalog.h"
 #include "ckpt/devstage.h"
 #include "ckpt/fileio.h"
+#include "coll/backend.h"
 #include "core/context.h"
 #include "ringpoint/coll.h"
 #include "util/log.h"
 #include "util/str.h"
+
+static void rp__rd_direct_free(rp__rd_t *r);
 
 static void rp__rd_release(rp__rd_t *r)
 {
@@ -63,6 +69,7 @@ static void rp__rd_release(rp__rd_t *r)
     free(r->send);
     free(r->recv);
     r->send = r->recv = NULL;
+    rp__rd_direct_free(r);
     rp__ckpt_manifest_free(&r->m);
     r->shard_fd = r->shard_dfd = r->cfd = -1;
     r->pers = NULL;
@@ -95,8 +102,6 @@ static void rp__rd_scatter(const rp__rd_t *r, uint64_t v, uint64_t n,
     }
 }
 
-/* Everyone's stripes to everyone, in rounds of RP_RD_ROUND per rank, then
- * into the regions; per-rank regions from their buffers. */
 /* Start round @k of the exchange into @recv (non-blocking: the library's
  * progress thread runs it). */
 static rp_status_t rp__rd_post(rp__rd_t *r, uint64_t k, unsigned char *recv,
@@ -113,7 +118,78 @@ static rp_status_t rp__rd_post(rp__rd_t *r, uint64_t k, unsigned char *recv,
                          recv, (size_t)round, RP_DTYPE_UINT8, req);
 }
 
-static rp_status_t rp__rd_apply(rp__rd_t *r)
+/*
+ * The exchange in one copy, where the job has the path (all ranks on one
+ * node, cross-memory attach): every rank reads each peer's verified stripe
+ * out of the peer's stripe buffer straight into its own regions, its own
+ * stripe copied in beside. Against the rounds below (an allgather into a
+ * buffer, then the scatter copy out of it) that halves the bytes written
+ * per rank; see doc/benchmarks.md. Host regions only (a device region is
+ * filled through its staging).
+ *
+ * The piece lists are made before the agreement, so that running out of
+ * memory is this rank's vote against the path, not a rank missing from
+ * the collective. False: this rank votes against it (a device region, or
+ * no memory for the lists; the rounds need no more than they have).
+ */
+static bool rp__rd_direct_plan(rp__rd_t *r)
+{
+    rp__ckpt_engine_t *e = r->e;
+    struct iovec *all;
+    size_t used = 0;
+    uint32_t j, i;
+
+    for (i = 0; i < r->nreps; i++) {
+        if (r->reps[i].device) {
+            return false;
+        }
+    }
+    /* A stripe is a contiguous range of the stream, so the stripes cut
+     * the regions into at most nreps + size - 1 pieces: one array, each
+     * stripe's list a part of it (iov[0] owns it). */
+    r->iov = calloc(e->size, sizeof(*r->iov));
+    r->niov = calloc(e->size, sizeof(*r->niov));
+    all = calloc((size_t)r->nreps + e->size, sizeof(*all));
+    if (r->iov == NULL || r->niov == NULL || all == NULL) {
+        free(all);
+        return false;
+    }
+    /* Stripe j's pieces: the parts of the regions it covers, in stream
+     * order (the regions tile the stream). */
+    for (j = 0; j < e->size; j++) {
+        uint64_t o, l;
+
+        (void)rp__ckpt_stripe(r->rlen, e->size, j, &o, &l);
+        r->iov[j] = all + used;
+        for (i = 0; i < r->nreps && l > 0; i++) {
+            const rp__rd_rep_t *p = &r->reps[i];
+            uint64_t s, t;
+
+            if (rp__rd_clip(p, o, l, &s, &t)) {
+                all[used].iov_base = (unsigned char *)p->addr + (s - p->voff);
+                all[used++].iov_len = (size_t)(t - s);
+                r->niov[j]++;
+            }
+        }
+    }
+    return true;
+}
+
+static void rp__rd_direct_free(rp__rd_t *r)
+{
+    if (r->iov != NULL) {
+        free(r->iov[0]);
+    }
+    free(r->iov);
+    free(r->niov);
+    r->iov = NULL;
+    r->niov = NULL;
+}
+
+/* Everyone's stripes to everyone, in one copy (@direct: every rank voted
+ * for it) or in rounds of r->round per rank, then into the regions;
+ * per-rank regions from their buffers. */
+static rp_status_t rp__rd_apply(rp__rd_t *r, bool direct)
 {
     rp__ckpt_engine_t *e = r->e;
     uint64_t round = r->round, k, t0, t1;
@@ -124,6 +200,20 @@ static rp_status_t rp__rd_apply(rp__rd_t *r)
 
     if (e->size == 1) {
         rp__rd_scatter(r, 0, r->vlen, r->vbuf);
+    } else if (direct) {
+        t0 = rp__ckpt_now_ns();
+        rc = rp__coll_host_allgather_iov(e->ctx, r->vbuf,
+                                         (const struct iovec *const *)r->iov,
+                                         r->niov);
+        r->gather_ns += rp__ckpt_now_ns() - t0;
+        if (rc == RP_OK) {
+            r->direct = true;
+            r->maxlen = 0; /* done: no rounds */
+        } else if (rc != RP_ERR_NOT_SUPPORTED) {
+            return rc;
+        } else {
+            rc = RP_OK;
+        }
     }
     /* Two receive buffers: round k+1 travels (on the progress thread)
      * while this thread copies round k into the regions. */
@@ -307,7 +397,7 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
     for (;;) {
         rp__rd_msg_t msg;
         rp__rd_t r;
-        int32_t verdict;
+        int32_t verdict, vote[2];
         uint64_t tv;
 
         memset(&msg, 0, sizeof(msg));
@@ -353,13 +443,16 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
         r.cfd = r.shard_fd = r.shard_dfd = -1;
         memcpy(r.name, msg.name, RP_CKPT_NAME_MAX);
         r.name[RP_CKPT_NAME_MAX - 1] = '\0';
-        verdict = rp__rd_read(&r);
+        /* The verdict, and this rank's vote for the one-copy exchange,
+         * in one allreduce. */
+        vote[0] = rp__rd_read(&r);
+        vote[1] = vote[0] == RP_RD_OK && e->size > 1 && rp__rd_direct_plan(&r);
         tv = rp__ckpt_now_ns();
-        rc = rp_allreduce(e->ctx, &verdict, &verdict, 1, RP_DTYPE_INT32,
-                          RP_OP_MIN);
+        rc = rp_allreduce(e->ctx, vote, vote, 2, RP_DTYPE_INT32, RP_OP_MIN);
         e->stats.rd_wait_ns = rp__ckpt_now_ns() - tv;
+        verdict = vote[0];
         if (rc == RP_OK && verdict == RP_RD_OK) {
-            rc = rp__rd_apply(&r);
+            rc = rp__rd_apply(&r, vote[1] == 1);
             if (rc == RP_OK) {
                 e->have_ckpt_step = true;
                 e->ckpt_step = r.m.step;
@@ -377,9 +470,12 @@ rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
                 (void)rp__strlcpy(info->path, r.label, sizeof(info->path));
             }
             if (rc == RP_OK && e->rank == 0) {
-                rp_info("restore: step %llu from %s (written by %u ranks)",
+                rp_info("restore: step %llu from %s (written by %u ranks%s)",
                         (unsigned long long)r.m.step, r.label,
-                        r.m.world_size);
+                        r.m.world_size,
+                        e->size == 1  ? ""
+                        : r.direct    ? "; stripes exchanged in one copy"
+                                      : "; stripes exchanged in rounds");
             }
             e->stats.restore_bytes = r.bytes_read;
             e->stats.rd_read_ns = r.read_ns;

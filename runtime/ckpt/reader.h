@@ -20,6 +20,8 @@
 #include "ckpt/layout.h"
 #include "ckpt/manifest.h"
 
+struct iovec;
+
 #define RP_RD_DIR_FLAGS  (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 #define RP_RD_FILE_FLAGS (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
 /* Read unit for bytes outside the wanted range (still CRC-checked). */
@@ -105,6 +107,9 @@ typedef struct rp_rd {
     uint64_t round;        /* bytes per rank per allgather round */
     uint64_t maxlen;       /* longest stripe of the restore stream */
     unsigned char *send, *recv;
+    struct iovec **iov;    /* [size][niov[j]]: stripe j's pieces in the */
+    size_t *niov;          /* regions, for the one-copy exchange */
+    bool direct;           /* the stripes went that way */
     uint64_t bytes_read;
     uint64_t read_ns, crc_ns, gather_ns, scatter_ns; /* phases */
 } rp__rd_t;

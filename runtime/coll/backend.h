@@ -18,6 +18,7 @@
 #include "coll/request.h"
 
 struct rp_context;
+struct iovec;
 
 typedef struct rp__coll_backend {
     const char *name; /* "host", "nccl": for messages */
@@ -43,5 +44,19 @@ extern const rp__coll_backend_t rp__coll_host_backend;
  * after the non-blocking host collectives queued before it; for a device
  * backend, which checks on the host before it enqueues. */
 rp_status_t rp__coll_host_check(struct rp_context *ctx, uint64_t signature);
+
+/* Every rank's @src to every rank, rank q's bytes landing in the pieces
+ * @iov[q][0..@niov[q]) of host memory, this rank's own included: one copy
+ * of each byte, each rank reading its node's peers' buffers where they
+ * lie (shm.h's cross-memory attach). For the restore, which rebuilds the
+ * registered regions from the ranks' stripes straight into place. Runs
+ * on the caller's thread, after the queued non-blocking collectives.
+ * RP_ERR_NOT_SUPPORTED, on every rank alike and with nothing moved, where
+ * the job has no such path (ranks on several nodes, no cross-memory
+ * attach, shared memory off): the caller then moves the bytes itself. */
+rp_status_t rp__coll_host_allgather_iov(struct rp_context *ctx,
+                                        const void *src,
+                                        const struct iovec *const *iov,
+                                        const size_t *niov);
 
 #endif /* RP_COLL_BACKEND_H */

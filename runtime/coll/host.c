@@ -7,6 +7,7 @@
 
 #include "coll/backend.h"
 #include "coll/comm.h"
+#include "coll/shm.h"
 #include "core/context.h"
 
 static rp_status_t rp_host_run(struct rp_context *ctx,
@@ -36,4 +37,22 @@ rp_status_t rp__coll_host_check(struct rp_context *ctx, uint64_t signature)
 {
     rp__comm_sync(ctx->comm);
     return rp__coll_check(ctx->comm, signature);
+}
+
+rp_status_t rp__coll_host_allgather_iov(struct rp_context *ctx,
+                                        const void *src,
+                                        const struct iovec *const *iov,
+                                        const size_t *niov)
+{
+    rp_comm_t *c = ctx->comm;
+    rp_status_t status;
+
+    rp__comm_sync(c);
+    /* The same answer on every rank: the segment and its probe are the
+     * job's, decided together at setup. */
+    if (c->shm == NULL || !c->shm->cma || c->shm->n != c->size) {
+        return RP_ERR_NOT_SUPPORTED;
+    }
+    status = rp__comm_begin(c, "restore exchange");
+    return status != RP_OK ? status : rp__cma_allgather_iov(c, src, iov, niov);
 }

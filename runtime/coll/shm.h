@@ -55,6 +55,7 @@
 #include "ringpoint/types.h"
 
 struct rp_comm;
+struct iovec;
 
 /* Bytes of data a flag line carries. */
 #define RP_SHM_INLINE 56
@@ -167,6 +168,13 @@ rp_status_t rp__cma_broadcast(struct rp_comm *c, void *buf, size_t bytes,
                               int root);
 rp_status_t rp__cma_allgather(struct rp_comm *c, const void *sendbuf,
                               void *recvbuf, size_t bytes);
+/* Every rank's buffer @src to every rank, rank q's bytes landing in the
+ * pieces @iov[q][0..@niov[q]) in order (this rank's own included, copied
+ * from @src): one copy of each byte, read where it lies. The pieces of
+ * rank q sum to the length of q's buffer. */
+rp_status_t rp__cma_allgather_iov(struct rp_comm *c, const void *src,
+                                  const struct iovec *const *iov,
+                                  const size_t *niov);
 /* Setup: can this rank read rank @q's memory? (the probe) */
 bool rp__cma_probe(const rp__shm_t *sh, int q, const void *addr);
 

@@ -34,6 +34,8 @@
 /* Bytes of each peer's data read per pass of the allreduce: the copies
  * and the operands of the expression stay in L2 (4 ranks: 512 KiB). */
 #define RP_CMA_CHUNK (128u * 1024)
+/* Pieces per process_vm_readv (the kernel's UIO_MAXIOV is 1024). */
+#define RP_CMA_IOV 64
 
 bool rp__cma_probe(const rp__shm_t *sh, int q, const void *addr)
 {
@@ -199,6 +201,100 @@ rp_status_t rp__cma_allgather(rp_comm_t *c, const void *sendbuf,
     if (src != mine) {
         memcpy(mine, src, bytes);
     }
+    return rp_sync(c, true);
+}
+
+/* The bytes of rank @q's buffer at @src into the pieces @iov[0..@niov):
+ * one process_vm_readv per IOV_MAX pieces, a short read resumed where it
+ * stopped (inside a piece if need be). */
+static rp_status_t rp_readv(rp_comm_t *c, int q, const struct iovec *iov,
+                            size_t niov, uintptr_t src)
+{
+    size_t i = 0, skip = 0;
+
+    while (i < niov) {
+        struct iovec l[RP_CMA_IOV];
+        size_t n = 0, len = 0, j;
+        rp_status_t status;
+
+        /* The next pieces, the first one less what was read of it. */
+        for (j = i; j < niov && n < RP_CMA_IOV; j++) {
+            const size_t off = j == i ? skip : 0;
+
+            l[n].iov_base = (char *)iov[j].iov_base + off;
+            l[n].iov_len = iov[j].iov_len - off;
+            len += l[n++].iov_len;
+        }
+        if (n == 1 || len == 0) {
+            /* One piece: the plain read, with its error handling. */
+            status = rp_read(c, q, l[0].iov_base, src, l[0].iov_len);
+            if (status != RP_OK) {
+                return status;
+            }
+            src += l[0].iov_len;
+            i++;
+            skip = 0;
+            continue;
+        }
+        {
+            struct iovec r = {(void *)src, len};
+            ssize_t got = process_vm_readv((pid_t)c->shm->pids[q], l, n, &r,
+                                           1, 0);
+
+            if (got <= 0) {
+                /* EINTR, or a failure that rp_read names (it tries the
+                 * same bytes once more). */
+                if (got < 0 && errno == EINTR) {
+                    continue;
+                }
+                status = rp_read(c, q, l[0].iov_base, src, l[0].iov_len);
+                if (status != RP_OK) {
+                    return status;
+                }
+                got = (ssize_t)l[0].iov_len;
+            }
+            src += (uintptr_t)got;
+            /* Step over what arrived. */
+            for (size_t left = (size_t)got; left > 0;) {
+                const size_t rest = iov[i].iov_len - skip;
+
+                if (left < rest) {
+                    skip += left;
+                    left = 0;
+                } else {
+                    left -= rest;
+                    i++;
+                    skip = 0;
+                }
+            }
+        }
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__cma_allgather_iov(rp_comm_t *c, const void *src,
+                                  const struct iovec *const *iov,
+                                  const size_t *niov)
+{
+    rp__shm_t *sh = c->shm;
+    const int n = sh->n, r = sh->rank;
+    const char *mine = src;
+    uint32_t k;
+    rp_status_t status = rp_addrs(c, src, NULL, &k);
+
+    for (int i = 1; i < n && status == RP_OK; i++) {
+        const int q = (r + i) % n;
+
+        status = rp_readv(c, q, iov[q], niov[q], rp_addr(sh, q, k, 0));
+    }
+    if (status != RP_OK) {
+        return status;
+    }
+    for (size_t j = 0; j < niov[r]; j++) {
+        memcpy(iov[r][j].iov_base, mine, iov[r][j].iov_len);
+        mine += iov[r][j].iov_len;
+    }
+    /* Our buffer may go once every peer has read it. */
     return rp_sync(c, true);
 }
 

@@ -14,6 +14,8 @@
  *                                         (-R: only the replicated regions)
  *   common: -b BYTES  size of "model" (default 1 MiB + 123)
  *           -x        rank 1 registers one region more (a mismatch)
+ *           -p N      "opt" registered as N regions "opt.0".."opt.N-1"
+ *                     (consecutive pieces; train and restore alike)
  *           -C        train: rp_checkpoint at the last step
  *           -s MS     train: sleep MS milliseconds in every step (so that
  *                     time passes, for RINGPOINT_CKPT_INTERVAL)
@@ -95,6 +97,7 @@ int main(int argc, char **argv)
     const char *mode;
     uint64_t steps = 0, first = 1, extra = 0, sleep_ms = 0;
     int opt, replicated_only = 0, mismatch = 0, final_ckpt = 0, rc = 0;
+    unsigned pieces = 0;
     rp_status_t st;
 
     memset(&s, 0, sizeof(s));
@@ -105,7 +108,7 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     optind = 2;
-    while ((opt = getopt(argc, argv, "n:b:s:RxC")) != -1) {
+    while ((opt = getopt(argc, argv, "n:b:s:p:RxC")) != -1) {
         switch (opt) {
         case 'n': steps = strtoull(optarg, NULL, 10); break;
         case 'b': s.model_len = strtoull(optarg, NULL, 10); break;
@@ -113,6 +116,7 @@ int main(int argc, char **argv)
         case 'R': replicated_only = 1; break;
         case 'x': mismatch = 1; break;
         case 'C': final_ckpt = 1; break;
+        case 'p': pieces = (unsigned)strtoul(optarg, NULL, 10); break;
         default: return 2;
         }
     }
@@ -129,8 +133,20 @@ int main(int argc, char **argv)
     g_rank = attr.rank;
     g_size = attr.size;
 
+    /* Many regions make every stripe cross many region edges. */
+    for (unsigned i = 0; i < pieces; i++) {
+        const uint64_t lo = s.opt_len * i / pieces, hi = s.opt_len * (i + 1) / pieces;
+        char name[32];
+
+        snprintf(name, sizeof(name), "opt.%u", i);
+        if ((st = rp_region_register(ctx, name, s.opt + lo, hi - lo, RP_REGION_REPLICATED)) != RP_OK) {
+            rc = failed("rp_region_register", st);
+            goto out;
+        }
+    }
     if ((st = rp_region_register(ctx, "model", s.model, s.model_len, RP_REGION_REPLICATED)) != RP_OK ||
-        (st = rp_region_register(ctx, "opt", s.opt, s.opt_len, RP_REGION_REPLICATED)) != RP_OK ||
+        (pieces == 0 &&
+         (st = rp_region_register(ctx, "opt", s.opt, s.opt_len, RP_REGION_REPLICATED)) != RP_OK) ||
         (st = rp_region_register(ctx, "step", &s.step, sizeof(s.step), RP_REGION_REPLICATED)) != RP_OK ||
         (st = rp_region_register(ctx, "rng", s.rng, sizeof(s.rng), RP_REGION_PER_RANK)) != RP_OK ||
         (st = rp_region_register(ctx, "cursor", &s.cursor, sizeof(s.cursor), RP_REGION_PER_RANK)) != RP_OK) {

@@ -453,12 +453,32 @@ test_ckpt_mpirun() {
         -x RINGPOINT_CKPT_DIR -x RINGPOINT_CKPT_EVERY -x RINGPOINT_CKPT_CHUNK_SIZE \
         "$CHECK" train -n 25 2>&1); echo "$out"
     assert_eq "$(committed "$d")" "10 20" "committed steps"
-    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
-        -x RINGPOINT_CKPT_DIR "$CHECK" restore 2>&1); echo "$out"
+    # One node: each rank reads its peers' stripes straight into its
+    # regions (three regions, so stripes cross their edges) ...
+    out=$(env -u SLURM_CONF RINGPOINT_LOG_LEVEL=info mpirun --allow-run-as-root \
+        --oversubscribe -np 3 -x RINGPOINT_CKPT_DIR -x RINGPOINT_LOG_LEVEL \
+        "$CHECK" restore 2>&1); echo "$out"
     restored_all "$out" 3 20
+    assert_contains "$out" "stripes exchanged in one copy"
+    # ... and without cross-memory attach, through the rounds.
+    out=$(env -u SLURM_CONF RINGPOINT_LOG_LEVEL=info RINGPOINT_COLL_CMA=0 \
+        mpirun --allow-run-as-root --oversubscribe -np 3 -x RINGPOINT_CKPT_DIR \
+        -x RINGPOINT_LOG_LEVEL -x RINGPOINT_COLL_CMA "$CHECK" restore 2>&1); echo "$out"
+    restored_all "$out" 3 20
+    assert_contains "$out" "stripes exchanged in rounds"
     out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
         -x RINGPOINT_CKPT_DIR "$CHECK" restore -R 2>&1); echo "$out"
     restored_all "$out" 2 20
+    # 300 regions: a stripe's pieces take several reads of a peer each.
+    d=$(fresh_dir mpirun-pieces)
+    RINGPOINT_CKPT_DIR=$d
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
+        -x RINGPOINT_CKPT_DIR -x RINGPOINT_CKPT_EVERY "$CHECK" train -n 10 -p 300 2>&1); echo "$out"
+    out=$(env -u SLURM_CONF RINGPOINT_LOG_LEVEL=info mpirun --allow-run-as-root \
+        --oversubscribe -np 2 -x RINGPOINT_CKPT_DIR -x RINGPOINT_LOG_LEVEL \
+        "$CHECK" restore -p 300 2>&1); echo "$out"
+    restored_all "$out" 2 10
+    assert_contains "$out" "stripes exchanged in one copy"
 }
 
 run_all
