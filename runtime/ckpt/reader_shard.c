@@ -150,6 +150,21 @@ static void rp__rd_job_run(void *arg)
     jb->ns = rp__ckpt_now_ns() - t0;
 }
 
+/* Map the pages of the run after the one in flight, [@x, min(@x+@run,
+ * @b)) of the range at @poff in @dst, while the worker's read waits on
+ * the device: a fresh stripe buffer (rp__rd_stripe_buf) is faulted in
+ * here, not page by page inside the reads. The bytes written are
+ * overwritten by that run's read. */
+static void rp__rd_fault(unsigned char *dst, uint64_t poff, uint64_t x,
+                         uint64_t b, uint64_t run)
+{
+    const uint64_t end = x + run < b ? x + run : b;
+
+    for (uint64_t i = x; i < end; i += RP_RD_ALIGN) {
+        ((volatile unsigned char *)dst)[i - poff] = 0;
+    }
+}
+
 /*
  * Whole chunks [@a, @b) of shard @j (chunk boundaries, inside the range
  * that starts at @poff in @dst): read in runs of RP_RD_RUN, a worker
@@ -195,6 +210,7 @@ static int rp__rd_whole(rp__rd_t *r, uint32_t j, uint64_t a, uint64_t b,
             job[k ^ 1u].n = (size_t)(b - e < run ? b - e : run);
             if (piped) {
                 rp__ckpt_worker_post(&w, rp__rd_job_run, &job[k ^ 1u]);
+                rp__rd_fault(dst, poff, e + job[k ^ 1u].n, b, run);
             } else {
                 rp__rd_job_run(&job[k ^ 1u]);
             }

@@ -47,7 +47,7 @@ uint64_t rp__ckpt_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void *rp__ckpt_io_alloc(size_t len)
+static void *rp__io_alloc(size_t len, bool touch)
 {
     size_t align = len >= RP_SIO_HUGE ? RP_SIO_HUGE : RP_SIO_ALIGN;
     void *p = NULL;
@@ -67,10 +67,20 @@ void *rp__ckpt_io_alloc(size_t len)
 #endif
     /* One write per page: the kernel maps them now, not during the first
      * snapshot (writing into fresh pages is several times slower). */
-    for (i = 0; i < len; i += RP_SIO_ALIGN) {
+    for (i = 0; touch && i < len; i += RP_SIO_ALIGN) {
         ((volatile unsigned char *)p)[i] = 0;
     }
     return p;
+}
+
+void *rp__ckpt_io_alloc(size_t len)
+{
+    return rp__io_alloc(len, true);
+}
+
+void *rp__ckpt_io_alloc_lazy(size_t len)
+{
+    return rp__io_alloc(len, false);
 }
 
 void rp__ckpt_io_free(void *p)

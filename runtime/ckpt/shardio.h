@@ -142,6 +142,9 @@ void rp__ckpt_worker_stop(rp__ckpt_worker_t *w);
  * can use them). rp__ckpt_io_alloc touches every page once so the first
  * checkpoint does not pay the page faults. */
 void *rp__ckpt_io_alloc(size_t len);
+/* The same without touching the pages, for a buffer whose first writer
+ * maps them ahead of itself (the restore's reads, reader_shard.c). */
+void *rp__ckpt_io_alloc_lazy(size_t len);
 void rp__ckpt_io_free(void *p);
 
 /* Nanoseconds of CLOCK_MONOTONIC. */
