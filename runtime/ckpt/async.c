@@ -35,7 +35,8 @@ static void *rp_async_main(void *arg)
      * the background write took 3 times longer; at nice 10 a write that
      * failed half way was still not finished 5 safe points later, so its
      * error surfaced only at rp_finalize (test_ckpt_write_error_async).
-     * It needs little CPU anyway: O_DIRECT from staging, CRCs done. */
+     * It needs little CPU anyway: O_DIRECT from staging, and the CRCs
+     * of the staged bytes (22 GB/s here: ~25 ms of a core per 512 MiB). */
 
     pthread_mutex_lock(&e->mu);
     for (;;) {

@@ -199,7 +199,9 @@ static rp_status_t rp__rd_apply(rp__rd_t *r, bool direct)
     rp_status_t rc = RP_OK;
 
     if (e->size == 1) {
+        t0 = rp__ckpt_now_ns();
         rp__rd_scatter(r, 0, r->vlen, r->vbuf);
+        r->scatter_ns += rp__ckpt_now_ns() - t0;
     } else if (direct) {
         t0 = rp__ckpt_now_ns();
         rc = rp__coll_host_allgather_iov(e->ctx, r->vbuf,
