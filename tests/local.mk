@@ -14,7 +14,7 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_ckpt_regions \
 	tests/unit/test_gpu_binding tests/unit/test_gpu_path \
 	tests/unit/test_liveness tests/unit/test_host_share \
-	tests/unit/test_coll_tune
+	tests/unit/test_coll_tune tests/unit/test_reduce
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -43,6 +43,12 @@ tests_unit_test_host_share_SOURCES = tests/unit/test_host_share.c
 tests_unit_test_host_share_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_host_share_LDADD = $(UNIT_LIBS)
 tests_unit_test_host_share_LDFLAGS = $(UNIT_LINKFLAGS)
+
+# The reduction kernels against an independent scalar reference.
+tests_unit_test_reduce_SOURCES = tests/unit/test_reduce.c
+tests_unit_test_reduce_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_reduce_LDADD = $(UNIT_LIBS) -lm
+tests_unit_test_reduce_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_coll_tune_SOURCES = tests/unit/test_coll_tune.c
 tests_unit_test_coll_tune_CPPFLAGS = $(UNIT_CPPFLAGS)

@@ -12,7 +12,10 @@
  *   write GB/s    SIZE / slowest rank's time from the safe point to the
  *                 durable commit (async: until the commit is done)
  *   stall ms      time the training thread was held at the safe point
- *   busy %        async: training-loop slowdown while the write runs
+ *   busy %        async: training-loop slowdown while the write runs,
+ *                 against the same loop run as long right after the
+ *                 commit, in the same round (so that another job's load
+ *                 that comes and goes hits both alike)
  *                 (--work mem, the default: a loop copying 32 MiB, which
  *                 is memory-bound; --work cpu: arithmetic in L1)
  *   commit ms     after the vote: manifest + dir fsync + rename + root
@@ -307,7 +310,7 @@ int rp__ckpt_bench_main(int argc, char **argv)
             rp_b_row_t *row = &rows[mode];
             rp_restore_info_t info;
             rp__ckpt_stats_t st;
-            double t0, total, stall, rate = 0;
+            double t0, total, stall, rate = 0, ctl_s = 0;
             rp_step_result_t res;
 
             e->async = mode == 1;
@@ -353,8 +356,13 @@ int rp__ckpt_bench_main(int argc, char **argv)
                         return 2;
                     }
                 }
+                ctl_s = passes > 0 ? (double)passes / rate : 0;
             }
             total = rp_b_max(ctx, rp_b_now() - t0);
+            if (ctl_s > 0) {
+                /* The control: the same loop as long, nothing written. */
+                base_rate = rp_b_work(wa, wb, cpu, ctl_s);
+            }
             rp__ckpt_get_stats(ctx, &st);
             row->write_gbs[row->n] = (double)size / total / 1e9;
             row->stall_ms[row->n] = rp_b_max(ctx, stall) * 1e3;
@@ -458,6 +466,12 @@ int rp__ckpt_bench_main(int argc, char **argv)
             printf("; restore GB/s:");
             for (int i = 0; i < rows[m].n; i++) {
                 printf(" %.2f", rows[m].restore_gbs[i]);
+            }
+            if (m == 1) {
+                printf("; busy %%:");
+                for (int i = 0; i < rows[m].n; i++) {
+                    printf(" %.1f", rows[m].busy_pct[i]);
+                }
             }
             printf("\n");
         }
