@@ -94,6 +94,13 @@ static rp_status_t rp_gpu_where(rp_context_h ctx, const rp__coll_args_t *a,
     bool dev = false, any = false;
     rp_status_t rc = RP_OK;
 
+    if (!rp__gpu_probe_driver()) {
+        /* No driver loaded: every buffer is host memory. The probe asks
+         * the loader (its lock, 40 ns) once here, not per buffer: that
+         * was a quarter of a 4-byte broadcast on 2 ranks. */
+        *device_p = false;
+        return RP_OK;
+    }
     if (a->kind != RP__COLL_ALLREDUCE_GROUP) {
         return rp__gpu_classify(ctx, what, two, 2, device_p);
     }

@@ -160,6 +160,10 @@ const char *rp__gpu_module_path(void);
  * loading anything: false whenever libcuda is not loaded (then no device
  * memory can exist). Cheap enough for every collective call. */
 bool rp__gpu_probe_is_device(const void *p);
+/* Is the CUDA driver loaded in this process? If not, no buffer of a call
+ * can be device memory: one look at the loader for the whole call instead
+ * of one per buffer (a grouped allreduce has two per tensor). */
+bool rp__gpu_probe_driver(void);
 
 /* ---- binding.c ---- */
 

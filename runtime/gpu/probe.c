@@ -74,6 +74,11 @@ static rp_cu_ptr_attr_fn rp_pr_driver(void)
     return fn;
 }
 
+bool rp__gpu_probe_driver(void)
+{
+    return rp_pr_driver() != NULL;
+}
+
 bool rp__gpu_probe_is_device(const void *p)
 {
     rp_cu_ptr_attr_fn fn;
