@@ -205,8 +205,8 @@ rp_status_t rp__cma_allgather(rp_comm_t *c, const void *sendbuf,
 }
 
 /* The bytes of rank @q's buffer at @src into the pieces @iov[0..@niov):
- * one process_vm_readv per IOV_MAX pieces, a short read resumed where it
- * stopped (inside a piece if need be). */
+ * one process_vm_readv per RP_CMA_IOV pieces, a short read resumed where
+ * it stopped (inside a piece if need be). */
 static rp_status_t rp_readv(rp_comm_t *c, int q, const struct iovec *iov,
                             size_t niov, uintptr_t src)
 {
