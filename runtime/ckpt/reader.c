@@ -186,47 +186,26 @@ static void rp__rd_direct_free(rp__rd_t *r)
     r->niov = NULL;
 }
 
-/* Everyone's stripes to everyone, in one copy (@direct: every rank voted
- * for it) or in rounds of r->round per rank, then into the regions;
- * per-rank regions from their buffers. */
-static rp_status_t rp__rd_apply(rp__rd_t *r, bool direct)
+/* The stripes to everyone through rounds of r->round bytes per rank
+ * (allgather), each round copied into the regions (the scatter). */
+static rp_status_t rp__rd_rounds(rp__rd_t *r)
 {
     rp__ckpt_engine_t *e = r->e;
     uint64_t round = r->round, k, t0, t1;
     unsigned char *recv[2];
     rp_request_h req = NULL;
-    uint32_t j, i;
     rp_status_t rc = RP_OK;
 
-    if (e->size == 1) {
-        t0 = rp__ckpt_now_ns();
-        rp__rd_scatter(r, 0, r->vlen, r->vbuf);
-        r->scatter_ns += rp__ckpt_now_ns() - t0;
-    } else if (direct) {
-        t0 = rp__ckpt_now_ns();
-        rc = rp__coll_host_allgather_iov(e->ctx, r->vbuf,
-                                         (const struct iovec *const *)r->iov,
-                                         r->niov);
-        r->gather_ns += rp__ckpt_now_ns() - t0;
-        if (rc == RP_OK) {
-            r->direct = true;
-            r->maxlen = 0; /* done: no rounds */
-        } else if (rc != RP_ERR_NOT_SUPPORTED) {
-            return rc;
-        } else {
-            rc = RP_OK;
-        }
-    }
     /* Two receive buffers: round k+1 travels (on the progress thread)
      * while this thread copies round k into the regions. */
     recv[0] = r->recv;
-    /* A one-rank job has no receive buffer: no offset from NULL (UB,
-     * found by tests/fuzz/fuzz_restore under clang's UBSan). */
+    /* No receive buffer when nothing is replicated: no offset from NULL
+     * (UB, found by tests/fuzz/fuzz_restore under clang's UBSan). */
     recv[1] = r->recv != NULL ? r->recv + (size_t)round * e->size : NULL;
-    if (e->size > 1 && r->maxlen > 0) {
+    if (r->maxlen > 0) {
         rc = rp__rd_post(r, 0, recv[0], &req);
     }
-    for (k = 0; rc == RP_OK && e->size > 1 && k < r->maxlen; k += round) {
+    for (k = 0; rc == RP_OK && k < r->maxlen; k += round) {
         unsigned char *in = recv[(k / round) % 2];
 
         t0 = rp__ckpt_now_ns();
@@ -239,7 +218,7 @@ static rp_status_t rp__rd_apply(rp__rd_t *r, bool direct)
         if (rc != RP_OK) {
             break;
         }
-        for (j = 0; j < e->size; j++) {
+        for (uint32_t j = 0; j < e->size; j++) {
             uint64_t o, l, n;
 
             (void)rp__ckpt_stripe(r->rlen, e->size, j, &o, &l);
@@ -252,10 +231,47 @@ static rp_status_t rp__rd_apply(rp__rd_t *r, bool direct)
     if (req != NULL) {
         (void)rp_wait(&req); /* after a failure: nothing left in flight */
     }
+    return rc;
+}
+
+/* The replicated regions from everyone's stripes: a one-rank job's own
+ * copy, the one-copy exchange (@direct: every rank voted for it) or, where
+ * the job has no such path, the rounds. */
+static rp_status_t rp__rd_replicated(rp__rd_t *r, bool direct)
+{
+    rp__ckpt_engine_t *e = r->e;
+    uint64_t t0 = rp__ckpt_now_ns();
+    rp_status_t rc;
+
+    if (e->size == 1) {
+        rp__rd_scatter(r, 0, r->vlen, r->vbuf);
+        r->scatter_ns += rp__ckpt_now_ns() - t0;
+        return RP_OK;
+    }
+    if (direct) {
+        rc = rp__coll_host_allgather_iov(e->ctx, r->vbuf,
+                                         (const struct iovec *const *)r->iov,
+                                         r->niov);
+        r->gather_ns += rp__ckpt_now_ns() - t0;
+        r->direct = rc == RP_OK;
+        if (rc != RP_ERR_NOT_SUPPORTED) {
+            return rc;
+        }
+    }
+    return rp__rd_rounds(r);
+}
+
+/* Everything into the application's memory: the replicated regions, then
+ * the per-rank ones from their buffers. */
+static rp_status_t rp__rd_apply(rp__rd_t *r, bool direct)
+{
+    rp__ckpt_engine_t *e = r->e;
+    rp_status_t rc = rp__rd_replicated(r, direct);
+
     if (rc != RP_OK) {
         return rc;
     }
-    for (i = 0; i < r->npers; i++) {
+    for (uint32_t i = 0; i < r->npers; i++) {
         if (r->pers[i].size == 0) {
             continue; /* may have no address at all */
         } else if (r->pers[i].device) {

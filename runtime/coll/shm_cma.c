@@ -213,61 +213,48 @@ static rp_status_t rp_readv(rp_comm_t *c, int q, const struct iovec *iov,
     size_t i = 0, skip = 0;
 
     while (i < niov) {
-        struct iovec l[RP_CMA_IOV];
-        size_t n = 0, len = 0, j;
-        rp_status_t status;
+        struct iovec l[RP_CMA_IOV], r;
+        size_t n = 0, len = 0, left;
+        ssize_t got;
 
-        /* The next pieces, the first one less what was read of it. */
-        for (j = i; j < niov && n < RP_CMA_IOV; j++) {
+        /* The next pieces that are not empty, the first one less what was
+         * read of it. */
+        for (size_t j = i; j < niov && n < RP_CMA_IOV; j++) {
             const size_t off = j == i ? skip : 0;
 
-            l[n].iov_base = (char *)iov[j].iov_base + off;
-            l[n].iov_len = iov[j].iov_len - off;
-            len += l[n++].iov_len;
+            if (iov[j].iov_len > off) {
+                l[n].iov_base = (char *)iov[j].iov_base + off;
+                l[n].iov_len = iov[j].iov_len - off;
+                len += l[n++].iov_len;
+            }
         }
-        if (n == 1 || len == 0) {
-            /* One piece: the plain read, with its error handling. */
-            status = rp_read(c, q, l[0].iov_base, src, l[0].iov_len);
+        if (n == 0) {
+            return RP_OK; /* only empty pieces left */
+        }
+        r.iov_base = (void *)src;
+        r.iov_len = len;
+        got = process_vm_readv((pid_t)c->shm->pids[q], l, n, &r, 1, 0);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            /* rp_read reads the first piece again, and names the failure
+             * if it is one. */
+            rp_status_t status = rp_read(c, q, l[0].iov_base, src,
+                                         l[0].iov_len);
+
             if (status != RP_OK) {
                 return status;
             }
-            src += l[0].iov_len;
-            i++;
-            skip = 0;
-            continue;
+            got = (ssize_t)l[0].iov_len;
         }
-        {
-            struct iovec r = {(void *)src, len};
-            ssize_t got = process_vm_readv((pid_t)c->shm->pids[q], l, n, &r,
-                                           1, 0);
-
-            if (got <= 0) {
-                /* EINTR, or a failure that rp_read names (it tries the
-                 * same bytes once more). */
-                if (got < 0 && errno == EINTR) {
-                    continue;
-                }
-                status = rp_read(c, q, l[0].iov_base, src, l[0].iov_len);
-                if (status != RP_OK) {
-                    return status;
-                }
-                got = (ssize_t)l[0].iov_len;
-            }
-            src += (uintptr_t)got;
-            /* Step over what arrived. */
-            for (size_t left = (size_t)got; left > 0;) {
-                const size_t rest = iov[i].iov_len - skip;
-
-                if (left < rest) {
-                    skip += left;
-                    left = 0;
-                } else {
-                    left -= rest;
-                    i++;
-                    skip = 0;
-                }
-            }
+        src += (uintptr_t)got;
+        /* Step over what arrived, and the empty pieces on the way. */
+        for (left = (size_t)got; i < niov && left >= iov[i].iov_len - skip;
+             i++, skip = 0) {
+            left -= iov[i].iov_len - skip;
         }
+        skip += left;
     }
     return RP_OK;
 }
