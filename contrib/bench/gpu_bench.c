@@ -184,6 +184,15 @@ static int bench_ckpt(double gib, int rounds)
     int async = mode == NULL || strcmp(mode, "0") != 0;
     double d2h[MAXR], h2d[MAXR], stall[MAXR], stage[MAXR], total[MAXR],
         rest[MAXR], wr[MAXR];
+    /* Where the time between the stall and the commit goes, and the
+     * restore's, from the engine's phase counters (this rank). */
+    enum { PH_COPY, PH_PWRITE, PH_FSYNC, PH_COMMIT, PH_RD_READ, PH_RD_CRC,
+           PH_RD_SCATTER, PH_N };
+    static const char *const ph_name[PH_N] = {
+        "  copy + CRC into host buffers", "  pwrite", "  fsync",
+        "  commit (vote, manifest, rename)", "  restore: read the shard",
+        "  restore: CRC checks", "  restore: copy into the region"};
+    double ph[PH_N][MAXR];
     rp_context_h ctx = NULL;
     unsigned char *pinned, *want;
     rp__ckpt_stats_t st;
@@ -244,18 +253,33 @@ static int bench_ckpt(double gib, int rounds)
         rp__ckpt_get_stats(ctx, &st);
         stage[r] = (double)st.stage_ns / 1e9;
         wr[r] = (double)st.write_ns / 1e9;
+        ph[PH_COPY][r] = (double)(async ? st.snap_ns : st.fill_ns) / 1e9;
+        ph[PH_PWRITE][r] = (double)st.pwrite_ns / 1e9;
+        ph[PH_FSYNC][r] = (double)st.fsync_ns / 1e9;
+        ph[PH_COMMIT][r] = (double)st.commit_ns / 1e9;
 
         CU(cudaMemset(d, 0, len));
         CU(cudaDeviceSynchronize());
         t0 = now_s();
         RP(rp_restore(ctx, NULL, 0, &info));
         rest[r] = now_s() - t0;
+        rp__ckpt_get_stats(ctx, &st);
+        ph[PH_RD_READ][r] = (double)st.rd_read_ns / 1e9;
+        ph[PH_RD_CRC][r] = (double)st.rd_crc_ns / 1e9;
+        ph[PH_RD_SCATTER][r] = (double)st.rd_scatter_ns / 1e9;
         CU(cudaMemcpy(pinned, d, len, cudaMemcpyDeviceToHost));
         if (!info.restored || info.step != step || memcmp(pinned, want, len) != 0) {
             fprintf(stderr, "round %d: the region was not restored bit for bit\n", r);
             bad++;
         }
     }
+    /* Before the medians sort them: each round's stall and commit, so a
+     * first round that pins the staging shows as itself. */
+    printf("# per round, stall / committed s:");
+    for (int r = 0; r < rounds; r++) {
+        printf(" %.3f/%.3f", stall[r], total[r]);
+    }
+    printf("\n");
     {
         double g = (double)len / 1e9;
         double md2h = median(d2h, rounds), mh2d = median(h2d, rounds);
@@ -274,11 +298,17 @@ static int bench_ckpt(double gib, int rounds)
                g / mstall, mstall / md2h);
         printf("%-44s %9.3f %9.2f\n", "shard write (pwrite+fsync)", mwr, g / mwr);
         printf("%-44s %9.3f %9.2f\n", "checkpoint committed", mtot, g / mtot);
+        for (int p = PH_COPY; p <= PH_COMMIT; p++) {
+            printf("%-44s %9.3f\n", ph_name[p], median(ph[p], rounds));
+        }
         printf("%-44s %9.3f %9.2f\n", "cudaMemcpy pinned->device (ceiling)", mh2d, g / mh2d);
         /* Restore reads the shard from disk: the disk is its ceiling
          * (scripts/gpu-checks.sh measures it with dd beside this). */
         printf("%-44s %9.3f %9.2f  %.1fx the pinned->device copy\n",
                "rp_restore (disk -> device)", mres, g / mres, mres / mh2d);
+        for (int p = PH_RD_READ; p < PH_N; p++) {
+            printf("%-44s %9.3f\n", ph_name[p], median(ph[p], rounds));
+        }
         printf("# staging held: %llu MiB pinned/host; restored bit for bit: %s\n",
                (unsigned long long)(st.staging_bytes >> 20), bad ? "NO" : "yes");
     }

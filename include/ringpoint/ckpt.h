@@ -276,6 +276,10 @@ RP_API rp_status_t rp_step(rp_context_h ctx, uint64_t step,
 /**
  * @brief Take a checkpoint of @p step now (collective), and wait until it
  *        is committed.
+ *
+ * Where the checkpoint of @p step is already being written in the
+ * background (rp_step took it in async mode), this waits for that one's
+ * commit instead of taking a second.
  */
 RP_API rp_status_t rp_checkpoint(rp_context_h ctx, uint64_t step);
 

@@ -242,6 +242,9 @@ def test_build_queries_are_truthful():
         from ringpoint import _config
         module = _config.GPU_MODULE
     except ImportError:                           # (a source tree)
-        module = None
+        # the library's own default: $libdir/ringpoint beside it
+        lib = os.environ.get("RINGPOINT_LIBRARY")
+        module = lib and os.path.join(os.path.dirname(os.path.realpath(lib)),
+                                      "ringpoint", "ringpoint-nccl.so")
     module = os.environ.get("RINGPOINT_GPU_MODULE") or module
     assert hvd.nccl_built() == bool(module and os.path.exists(module))

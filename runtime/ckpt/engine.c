@@ -536,14 +536,22 @@ static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
 
 rp_status_t rp__ckpt_checkpoint_now(rp__ckpt_engine_t *e, uint64_t step)
 {
-    bool taken;
+    bool taken, inflight;
     rp_status_t rc, prev;
 
     rc = rp_eng_ready(e);
     if (rc != RP_OK) {
         return rc;
     }
+    /* The checkpoint of this very step may be in flight (rp_step took it
+     * in the background): waiting for its commit is what the caller asks
+     * for, not a second one. Every rank has the same one in flight and
+     * the same outcome from the commit's agreement, so all return here. */
+    inflight = e->pend.active && e->pend.step == step;
     prev = rp_eng_settle(e);
+    if (inflight && prev == RP_OK) {
+        return RP_OK;
+    }
     rc = rp_eng_take(e, step, true, &taken);
     if (rc == RP_OK && taken) {
         e->have_step = true;

@@ -121,8 +121,14 @@ static int check_device(rp_context_h ctx, size_t ckpt_mib)
             CHECK(rp_allreduce(ctx, h_in, h_ref, n, (rp_dtype_t)t, (rp_op_t)op) == RP_OK,
                   "host allreduce %s %s", rp_dtype_name(t), rp_op_name(op));
             (void)ops->copy_async(d_in, h_in, n * es, NULL);
-            CHECK(rp_allreduce(ctx, d_in, d_out, n, (rp_dtype_t)t, (rp_op_t)op) == RP_OK,
-                  "device allreduce %s %s", rp_dtype_name(t), rp_op_name(op));
+            if (rp_allreduce(ctx, d_in, d_out, n, (rp_dtype_t)t, (rp_op_t)op) != RP_OK) {
+                /* The communicator is aborted after a failed collective
+                 * (NCCL refusing two ranks on one GPU, say): every later
+                 * device check would fail the same way, so one line. */
+                CHECK(0, "device allreduce %s %s (the remaining device checks "
+                      "are skipped)", rp_dtype_name(t), rp_op_name(op));
+                goto out;
+            }
             (void)ops->copy_async(h_out, d_out, n * es, NULL);
             (void)ops->stream_wait(ctx->gpu->comm, NULL, 60000);
             /* AVG of floats: NCCL pre-multiplies, the host divides once. */
@@ -227,6 +233,7 @@ static int check_device(rp_context_h ctx, size_t ckpt_mib)
         free(hreg);
         free(back);
     }
+out:
     ops->dev_free(d_in);
     ops->dev_free(d_out);
     free(h_in);

@@ -368,6 +368,54 @@ static void test_async_change_in_flight(void **state)
     stop(&f);
 }
 
+/* rp_checkpoint of the step rp_step is writing in the background waits
+ * for that checkpoint's commit: no second one, and no warning that it
+ * "exists already" (the caller asked for exactly this). */
+static void test_checkpoint_of_step_in_flight(void **state)
+{
+    fixture_t f;
+    unsigned char a[20000], want[20000];
+    rp_step_result_t res;
+    rp_ckpt_desc_t d;
+    rp_restore_info_t info;
+    char errpath[] = "/tmp/rp-ckpt-stderr-XXXXXX", buf[4096];
+    int efd, saved;
+    ssize_t n;
+
+    (void)state;
+    start(&f, 1);
+    fill(a, sizeof(a), 2);
+    memcpy(want, a, sizeof(a));
+    assert_int_equal(rp_region_register(f.ctx, "model", a, sizeof(a), RP_REGION_REPLICATED), RP_OK);
+    assert_int_equal(rp_step(f.ctx, 10, &res), RP_OK);
+    assert_int_equal(res.checkpointed, 1);
+    efd = mkstemp(errpath);
+    assert_true(efd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(efd, 2), 2);
+    assert_int_equal(rp_checkpoint(f.ctx, 10), RP_OK);
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    assert_false(f.ctx->ckpt->pend.active); /* committed on return */
+    n = pread(efd, buf, sizeof(buf) - 1, 0);
+    assert_true(n >= 0);
+    buf[n] = '\0';
+    close(efd);
+    unlink(errpath);
+    assert_null(strstr(buf, "exists already"));
+    assert_int_equal(rp_ckpt_find(f.ctx, UINT64_MAX, &d), RP_OK);
+    assert_int_equal(d.step, 10);
+    rp_ckpt_desc_free(&d);
+    memset(a, 0, sizeof(a));
+    assert_int_equal(rp_restore(f.ctx, NULL, 0, &info), RP_OK);
+    assert_int_equal(info.step, 10);
+    assert_memory_equal(a, want, sizeof(a));
+    stop(&f);
+}
+
 /* rp_ckpt_find walks from the newest to the oldest, then NOT_FOUND. */
 static void test_find_walks_back(void **state)
 {
@@ -532,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_register_after_and_resize),
         cmocka_unit_test(test_unregister),
         cmocka_unit_test(test_async_change_in_flight),
+        cmocka_unit_test(test_checkpoint_of_step_in_flight),
         cmocka_unit_test(test_find_walks_back),
         cmocka_unit_test(test_restore_step_exact),
         cmocka_unit_test(test_restore_large_state),
