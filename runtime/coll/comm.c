@@ -512,6 +512,9 @@ rp_status_t rp__comm_wait(rp_comm_t *c, rp_treq_t *req)
             if (tp->ops->progress(tp)) {
                 continue;
             }
+            if (c->idle != NULL && c->idle(c->idle_arg)) {
+                continue;
+            }
             if (c->yield) {
                 sched_yield();
             }

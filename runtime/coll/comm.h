@@ -63,6 +63,11 @@ typedef struct rp_comm {
     uint64_t spin_fg_ns; /* ... in the application's thread */
     uint64_t spin_bg_ns; /* ... in the progress thread */
     bool yield;          /* give the CPU away between polls */
+    /* Work of the running collective's own that a wait does between
+     * polls that found nothing, a piece per call (false once none is
+     * left): it fills the time the transfer leaves the core idle. */
+    bool (*idle)(void *arg);
+    void *idle_arg;
     rp_coll_algo_t algo;
     size_t rd_max_bytes; /* auto: recursive doubling up to this size */
     size_t seg_bytes;    /* pipelining unit */
