@@ -79,10 +79,16 @@ static rp_status_t rp_progress_spin_env(bool *set_p, uint64_t *ns_p)
 /* More ranks on this node than cores? The machine's CPU count, not this
  * process's affinity: launchers bind each rank to one core, which says
  * nothing about sharing. */
-static bool rp_oversubscribed(const rp_transport_t *tp)
+/* More ranks on this node than its CPUs; RINGPOINT_COLL_OVERSUBSCRIBED
+ * says so where the count misleads (a CPU set narrower than the node). */
+static bool rp_oversubscribed(const rp_transport_t *tp,
+                              const rp_settings_t *settings)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
+    if (settings->coll_oversubscribed >= 0) {
+        return settings->coll_oversubscribed == 1;
+    }
     return cpus > 0 && tp->bs->local_size > cpus;
 }
 
@@ -187,11 +193,13 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
      * runs; with nobody else runnable the poll simply continues), and sleep
      * after 1 ms: no livelock, no wakeup cost on the common path. A local
      * choice: it changes timing, never results. */
-    c->yield = rp_oversubscribed(tp);
+    c->yield = rp_oversubscribed(tp, settings);
     if (c->yield && tp->bs->local_rank == 0) {
-        rp_info("coll: %d ranks on this node's %ld CPUs: waits poll with "
-                "sched_yield, then sleep (no busy-waiting)",
-                tp->bs->local_size, sysconf(_SC_NPROCESSORS_ONLN));
+        rp_info("coll: %d ranks on this node's %ld CPUs%s: waits poll "
+                "with sched_yield, then sleep (no busy-waiting)",
+                tp->bs->local_size, sysconf(_SC_NPROCESSORS_ONLN),
+                settings->coll_oversubscribed == 1
+                    ? " (RINGPOINT_COLL_OVERSUBSCRIBED=1)" : "");
     }
     /* Where the segment's slots give way to single-copy reads (shm.h),
      * per collective, unless RINGPOINT_COLL_SHM_MAX says: measured on

@@ -35,6 +35,7 @@ static rp_status_t rp_settings_coll(rp_settings_t *cfg)
 
     cfg->coll_timeout_s = RP_DEFAULT_COLL_TIMEOUT_S;
     cfg->coll_spin_us = -1;
+    cfg->coll_oversubscribed = -1;
     cfg->allreduce_algo = RP_COLL_ALGO_AUTO;
     cfg->rd_max_bytes = RP_RD_MAX_AUTO;
     cfg->segment_bytes = RP_DEFAULT_SEGMENT_BYTES;
@@ -58,6 +59,18 @@ static rp_status_t rp_settings_coll(rp_settings_t *cfg)
         } else {
             rp_error("RINGPOINT_ALLREDUCE_ALGO: '%s' is not one of auto, "
                      "ring, rd", value);
+            return RP_ERR_INVALID_ARG;
+        }
+    }
+    value = getenv("RINGPOINT_COLL_OVERSUBSCRIBED");
+    if (value != NULL) {
+        if (strcmp(value, "auto") == 0) {
+            cfg->coll_oversubscribed = -1;
+        } else if (strcmp(value, "1") == 0 || strcmp(value, "0") == 0) {
+            cfg->coll_oversubscribed = value[0] - '0';
+        } else {
+            rp_error("RINGPOINT_COLL_OVERSUBSCRIBED: '%s' is not one of "
+                     "auto, 1, 0", value);
             return RP_ERR_INVALID_ARG;
         }
     }

@@ -46,6 +46,7 @@ typedef struct rp_settings {
     int ckpt_requeue_set;     /* RINGPOINT_CKPT_REQUEUE was given */
     uint64_t coll_timeout_s;  /* silence from a peer before failing; 0: never */
     int64_t coll_spin_us;     /* busy-poll before sleeping; -1: decide from the CPU count */
+    int coll_oversubscribed;  /* 1/0: ranks outnumber cores or not; -1: count */
     rp_coll_algo_t allreduce_algo;
     uint64_t rd_max_bytes;    /* auto picks recursive doubling up to this;
                                  RP_RD_MAX_AUTO: by measurement */

@@ -117,6 +117,16 @@ test_coll_shared_segment() {
     assert_eq "$(hash_of "$c")" "$(hash_of "$a")" "hash with RINGPOINT_COLL_SHM_MAX=4096"
     assert_eq "$(hash_of "$h")" "$(hash_of "$a")" "hash with RINGPOINT_COLL_SHM_MAX=4096 RINGPOINT_COLL_CMA=0"
     assert_eq "$(hash_of "$d")" "$(hash_of "$a")" "hash on two nodes"
+    # Told the ranks have cores of their own, a single-copy broadcast's
+    # root writes its share into every reader's buffer while they read the
+    # rest (shm_cma.c): every broadcast from every root still exact.
+    o=$(RINGPOINT_LOG_LEVEL=info RINGPOINT_COLL_OVERSUBSCRIBED=0 RINGPOINT_COLL_SHM_MAX=4096 \
+        srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$o" 3
+    assert_not_contains "$o" "waits poll with sched_yield"
+    assert_eq "$(hash_of "$o")" "$(hash_of "$a")" "hash with the broadcast's root writing its share"
+    o=$(RINGPOINT_LOG_LEVEL=info RINGPOINT_COLL_OVERSUBSCRIBED=1 srun --mpi=pmix -N1 -n2 "$CHECK" -q 2>&1)
+    check_ok "$o" 2
+    assert_contains "$o" "(RINGPOINT_COLL_OVERSUBSCRIBED=1): waits poll with sched_yield"
     # Every wait goes to sleep on the futex at once (no polling), so every
     # one runs the sleeper's side of the post/sleep pairing (plain-store
     # posts, the sleeper's membarrier: shm.c): the same bits, no hang.
@@ -151,6 +161,10 @@ test_coll_shared_segment() {
     out=$(RINGPOINT_COLL_CMA=on srun --mpi=pmix -N1 -n2 "$CHECK" -q 2>&1) && fail "RINGPOINT_COLL_CMA=on accepted"
     echo "$out"
     assert_contains "$out" "RINGPOINT_COLL_CMA='on': expected 1"
+    out=$(RINGPOINT_COLL_OVERSUBSCRIBED=yes srun --mpi=pmix -N1 -n2 "$CHECK" -q 2>&1) &&
+        fail "RINGPOINT_COLL_OVERSUBSCRIBED=yes accepted"
+    echo "$out"
+    assert_contains "$out" "RINGPOINT_COLL_OVERSUBSCRIBED: 'yes' is not one of auto, 1, 0"
 }
 
 # The hierarchy across nodes (coll/hier.h), 2 ranks on each of 2 nodes and

@@ -99,6 +99,14 @@ static void test_malformed_setting_fails_init(void **state)
     assert_int_equal(rp_init(NULL, &ctx), RP_ERR_INVALID_ARG);
     assert_null(ctx);
     unsetenv("RINGPOINT_CKPT_INTERVAL");
+    setenv("RINGPOINT_COLL_OVERSUBSCRIBED", "yes", 1);
+    assert_int_equal(rp_init(NULL, &ctx), RP_ERR_INVALID_ARG);
+    assert_null(ctx);
+    setenv("RINGPOINT_COLL_OVERSUBSCRIBED", "auto", 1);
+    assert_int_equal(rp_init(NULL, &ctx), RP_OK);
+    rp_finalize(ctx);
+    ctx = NULL;
+    unsetenv("RINGPOINT_COLL_OVERSUBSCRIBED");
     assert_int_equal(rp_init(NULL, NULL), RP_ERR_INVALID_ARG);
 }
 
