@@ -25,6 +25,12 @@
 #   -G          no gloo
 #   -n ITERS    timed iterations of the 1 MiB-256 MiB rows (default 10,
 #               after 3 untimed; with -n, 1 untimed)
+#   -m STAT     median (default) of the per-call times, or loop: every
+#               tool times its iterations back to back and reports the
+#               loop's time per call (nccl-tests' way: the sustained rate,
+#               where a single call's time of the smallest operations
+#               mostly says which rank arrived first); no gloo with loop,
+#               and -B must be a build that has -m loop
 #   -o FILE     also keep every row measured (TSV) in FILE
 #   -q          quick: 2 rounds and fewer iterations (a smoke test)
 #
@@ -53,7 +59,8 @@ keep=
 quick=0
 nogloo=0
 large_iters=
-while getopts "r:p:B:l:C:Gn:o:qh" opt; do
+stat=median
+while getopts "r:p:B:l:C:Gn:m:o:qh" opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     p) prefix=$OPTARG ;;
@@ -62,6 +69,7 @@ while getopts "r:p:B:l:C:Gn:o:qh" opt; do
     C) colls=$OPTARG ;;
     G) nogloo=1 ;;
     n) large_iters=$OPTARG ;;
+    m) stat=$OPTARG ;;
     o) keep=$OPTARG ;;
     q) quick=1; rounds=2 ;;
     h) sed -n '2,43p' "$0"; exit 0 ;;
@@ -90,9 +98,13 @@ for c in ${colls//,/ }; do
     *) echo "bench-allreduce: unknown collective '$c' (allreduce, broadcast, allgather, barrier)" >&2; exit 64 ;;
     esac
 done
+case $stat in
+median|loop) ;;
+*) echo "bench-allreduce: -m '$stat': expected median or loop" >&2; exit 64 ;;
+esac
 have_mpi=0; [ -x "$MPI_BENCH" ] && have_mpi=1
 have_gloo=0
-if [ $nogloo = 0 ] && [ -f "$GLOO_BENCH" ] &&
+if [ $nogloo = 0 ] && [ "$stat" = median ] && [ -f "$GLOO_BENCH" ] &&
     "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
     have_gloo=1
 fi
@@ -109,6 +121,13 @@ else
     barrier="-n 1000 -w 100"
 fi
 [ -z "$large_iters" ] || large="-b 1M -e 256M -f 4 -n $large_iters -w 1"
+if [ "$stat" = loop ]; then
+    # One clock read each side of the loop: enough calls that the loop
+    # lasts milliseconds even at 4 B.
+    small="-b 4 -e 256K -f 4 -n 5000 -w 500 -m loop"
+    large="$large -m loop"
+    barrier="-n 20000 -w 1000 -m loop"
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rp-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -242,11 +261,11 @@ sort -n "$work/load" | awk '{ a[NR] = $1 } END {
         '"$(nproc)"', a[1], a[int((NR + 1) / 2)], a[NR] }'
 
 # The summary: medians over rounds, ratios per size.
-python3 - "$rows" "$rounds" <<'EOF'
+python3 - "$rows" "$rounds" "$stat" <<'EOF'
 import statistics, sys
 from collections import defaultdict
 
-rows, rounds = sys.argv[1], sys.argv[2]
+rows, rounds, stat = sys.argv[1], sys.argv[2], sys.argv[3]
 d = defaultdict(list)  # (layout, coll, tool, size, place) -> [(time, busbw)]
 for line in open(rows):
     l, t, c, r, size, ot, ob, it, ib = line.rstrip("\n").split("\t")
@@ -286,7 +305,8 @@ names = {"np2": "2 ranks, 1 node (shared memory)",
          "np4": "4 ranks on 2 cores (mpirun --oversubscribe)",
          "tcp": "2 ranks, UCX_TLS=tcp,self (inter-node emulation)"}
 print(f"# float32 (allreduce: sum); medians over {rounds} interleaved rounds of the per-run"
-      " median of the slowest rank's per-iteration time")
+      + (" time per call of the iterations back to back (-m loop), the slowest rank's"
+         if stat == "loop" else " median of the slowest rank's per-iteration time"))
 print("# time in us, busbw in GB/s; x = other tool's time / ringpoint's time"
       " (> 1: ringpoint faster); x best: against the faster Open MPI path")
 for c in colls:

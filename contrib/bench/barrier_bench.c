@@ -5,10 +5,11 @@
  * that carry data; a barrier carries none.
  *
  *   srun --mpi=pmix | mpirun -np N ringpoint-barrier-bench [-n ITERS]
- *        [-w WARMUP] [-m median|mean]
+ *        [-w WARMUP] [-m median|mean|loop]
  *
  * Each barrier is timed alone; the per-iteration times are combined with
- * a MAX over ranks and the row shows their median (or mean), in both the
+ * a MAX over ranks and the row shows their median (or mean; -m loop: the
+ * barriers back to back, the loop's time per call), in both the
  * out-of-place and in-place columns (a barrier has no placement: two
  * rounds, as the other rows have two).
  */
@@ -35,8 +36,29 @@ static double now_us(void)
 /* One round of @iters timed barriers: the statistic of the slowest rank's
  * times, or a negative value if a collective failed. */
 static double run_round(rp_context_h ctx, int iters, int warmup, bool mean,
-                        double *times)
+                        bool loop, double *times)
 {
+    if (loop) {
+        double t0;
+
+        for (int it = 0; it < warmup + 1; it++) { /* the last one lines up */
+            if (rp_barrier(ctx) != RP_OK) {
+                return -1;
+            }
+        }
+        t0 = now_us();
+        for (int it = 0; it < iters; it++) {
+            if (rp_barrier(ctx) != RP_OK) {
+                return -1;
+            }
+        }
+        times[0] = (now_us() - t0) / iters;
+        if (rp_allreduce(ctx, times, times, 1, RP_DTYPE_FLOAT64,
+                         RP_OP_MAX) != RP_OK) {
+            return -1;
+        }
+        return times[0];
+    }
     for (int it = 0; it < warmup + iters; it++) {
         double t0 = now_us();
 
@@ -59,19 +81,25 @@ int main(int argc, char **argv)
     rp_context_attr_t attr;
     rp_context_h ctx;
     int iters = 1000, warmup = 100, ch, rc = 0;
-    bool mean = false;
+    bool mean = false, loop = false;
     double *times, t[2];
 
     while ((ch = getopt(argc, argv, "n:w:m:")) != -1) {
         switch (ch) {
         case 'n': iters = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
-        case 'm': mean = strcmp(optarg, "mean") == 0; break;
+        case 'm':
+            mean = strcmp(optarg, "mean") == 0;
+            loop = strcmp(optarg, "loop") == 0;
+            if (!mean && !loop && strcmp(optarg, "median") != 0) {
+                iters = 0;
+            }
+            break;
         default: iters = 0; break;
         }
         if (iters <= 0 || warmup < 0) {
             fprintf(stderr, "usage: ringpoint-barrier-bench [-n ITERS] "
-                    "[-w WARMUP] [-m median|mean]\n");
+                    "[-w WARMUP] [-m median|mean|loop]\n");
             return 64;
         }
     }
@@ -92,12 +120,17 @@ int main(int argc, char **argv)
         printf("# ringpoint-barrier-bench: rp_barrier, %d ranks on %d nodes, "
                "iters %d warmup %d\n", attr.size, attr.node_count, iters,
                warmup);
-        printf("# time: %s over iterations of the slowest rank's time, in "
-               "us\n#\n", mean ? "mean" : "median");
+        if (loop) {
+            printf("# time: the iterations back to back, per call, the "
+                   "slowest rank's, in us\n#\n");
+        } else {
+            printf("# time: %s over iterations of the slowest rank's time, "
+                   "in us\n#\n", mean ? "mean" : "median");
+        }
         bt_print_heads();
     }
     for (int i = 0; i < 2; i++) {
-        t[i] = run_round(ctx, iters, warmup, mean, times);
+        t[i] = run_round(ctx, iters, warmup, mean, loop, times);
         if (t[i] < 0) {
             fprintf(stderr, "ringpoint-barrier-bench: rank %d: a collective "
                     "failed\n", attr.rank);

@@ -7,7 +7,7 @@
  *   mpirun -np N mpi-allreduce-bench [-C allreduce|broadcast|allgather|
  *        barrier] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]
  *        [-c 0|1] [-o sum|prod|min|max] [-d float|double|int32|int64]
- *        [-m median|mean]
+ *        [-m median|mean|loop]
  *
  * Sizes as ringpoint-bench's: the buffer (allgather: the whole output,
  * whole blocks per rank); broadcast from rank 0; barrier prints one row of
@@ -15,7 +15,8 @@
  * pattern each rank wrote.
  *
  * Each iteration is timed alone; the per-iteration times are combined with
- * MPI_MAX over ranks and the row shows their median (or mean). In place,
+ * MPI_MAX over ranks and the row shows their median (or mean); -m loop
+ * times them back to back instead, as ringpoint-bench -m loop. In place,
  * the input is copied back before each iteration, untimed. Inputs are the
  * small integers ringpoint-bench uses, so #wrong is an exact comparison;
  * those, the statistic and the table are ringpoint-bench's own code
@@ -90,6 +91,30 @@ typedef struct row {
 
 /* The iterations' times -> the row's: each iteration's slowest rank,
  * then their median (or mean). */
+/* -m loop: the iterations back to back, timed as one (ringpoint-bench's
+ * -m loop, bench.c). */
+static bool g_loop;
+
+/* -m loop: @iters calls of @call after @warmup, between a barrier and the
+ * clock; the time per call, MAX over ranks, into @res. */
+static void time_loop(void (*call)(void *), void *arg, int iters, int warmup,
+                      row_t *res)
+{
+    double t0, per;
+
+    for (int it = 0; it < warmup; it++) {
+        call(arg);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int it = 0; it < iters; it++) {
+        call(arg);
+    }
+    per = (MPI_Wtime() - t0) * 1e6 / iters;
+    MPI_Allreduce(&per, &res->time_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    res->wrong = -1;
+}
+
 static void summarize(double *times, int iters, bool mean, row_t *res)
 {
     MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX,
@@ -104,6 +129,49 @@ static unsigned char pattern(int r, size_t i)
     return (unsigned char)(i * 7 + (size_t)r * 13 + 1);
 }
 
+/* One MPI_Bcast, MPI_Allgather or MPI_Barrier. */
+typedef struct other_call {
+    coll_t coll;
+    size_t bytes, block;
+    bool inplace;
+    void *in, *out;
+} other_call_t;
+
+static void call_other(void *arg)
+{
+    const other_call_t *a = arg;
+
+    if (a->coll == C_BROADCAST) {
+        MPI_Bcast(a->out, (int)a->bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    } else if (a->coll == C_ALLGATHER) {
+        MPI_Allgather(a->inplace ? MPI_IN_PLACE : a->in, (int)a->block,
+                      MPI_BYTE, a->out, (int)a->block, MPI_BYTE,
+                      MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+/* Before a call, untimed, as ringpoint-bench prepares its iterations
+ * (bench_loop.c): the receivers' buffer poisoned before the checked one
+ * only (poisoning it every time delayed the receivers' arrival in every
+ * call, which changes which rank waits inside the timed call; the two
+ * loops must be the same to be compared), the root's data into place, an
+ * in-place allgather's own block into place. */
+static void prepare_other(const other_call_t *a, bool checked)
+{
+    if (a->coll == C_BROADCAST) {
+        if (g_rank != 0 && checked) {
+            memset(a->out, 0xA5, a->bytes);
+        }
+        if (g_rank == 0) {
+            memcpy(a->out, a->in, a->bytes);
+        }
+    } else if (a->coll == C_ALLGATHER && a->inplace) {
+        memcpy((char *)a->out + (size_t)g_rank * a->block, a->in, a->block);
+    }
+}
+
 /* One MPI_Bcast, MPI_Allgather or MPI_Barrier per iteration, timed as
  * run_row times MPI_Allreduce. @bytes: the buffer (allgather: the whole
  * output). */
@@ -111,47 +179,35 @@ static void run_row_other(coll_t coll, size_t bytes, bool inplace, int iters,
                           int warmup, bool check, bool mean, void *in,
                           void *out, double *times, row_t *res)
 {
-    const size_t block = coll == C_ALLGATHER ? bytes / (size_t)g_size : bytes;
+    other_call_t a = {.coll = coll, .bytes = bytes, .inplace = inplace,
+                      .in = in, .out = out,
+                      .block = coll == C_ALLGATHER ? bytes / (size_t)g_size
+                                                   : bytes};
     int64_t wrong = 0;
 
-    for (int it = 0; it < warmup + iters; it++) {
-        double t0, t1;
+    if (g_loop) {
+        prepare_other(&a, false);
+        time_loop(call_other, &a, iters, warmup, res);
+        prepare_other(&a, check);
+        call_other(&a);
+    } else {
+        for (int it = 0; it < warmup + iters; it++) {
+            double t0, t1;
 
-        if (coll == C_BROADCAST) {
-            /* As ringpoint-bench prepares its iterations (bench_loop.c):
-             * the receivers' buffer poisoned before the checked one only.
-             * Poisoning it every time delayed the receivers' arrival in
-             * every call, which changes which rank waits inside the timed
-             * call; the two loops must be the same to be compared. */
-            for (size_t i = 0; g_rank != 0 && check &&
-                               it == warmup + iters - 1 && i < bytes; i++) {
-                ((unsigned char *)out)[i] = 0xA5;
+            prepare_other(&a, check && it == warmup + iters - 1);
+            t0 = MPI_Wtime();
+            call_other(&a);
+            t1 = MPI_Wtime();
+            if (it >= warmup) {
+                times[it - warmup] = (t1 - t0) * 1e6;
             }
-            if (g_rank == 0) {
-                memcpy(out, in, bytes);
-            }
-        } else if (coll == C_ALLGATHER && inplace) {
-            memcpy((char *)out + (size_t)g_rank * block, in, block);
         }
-        t0 = MPI_Wtime();
-        if (coll == C_BROADCAST) {
-            MPI_Bcast(out, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-        } else if (coll == C_ALLGATHER) {
-            MPI_Allgather(inplace ? MPI_IN_PLACE : in, (int)block, MPI_BYTE,
-                          out, (int)block, MPI_BYTE, MPI_COMM_WORLD);
-        } else {
-            MPI_Barrier(MPI_COMM_WORLD);
-        }
-        t1 = MPI_Wtime();
-        if (it >= warmup) {
-            times[it - warmup] = (t1 - t0) * 1e6;
-        }
+        summarize(times, iters, mean, res);
     }
-    summarize(times, iters, mean, res);
     if (check && coll != C_BARRIER) {
         for (size_t i = 0; i < bytes; i++) {
-            int r = coll == C_BROADCAST ? 0 : (int)(i / block);
-            size_t j = coll == C_BROADCAST ? i : i % block;
+            int r = coll == C_BROADCAST ? 0 : (int)(i / a.block);
+            size_t j = coll == C_BROADCAST ? i : i % a.block;
 
             wrong += ((unsigned char *)out)[i] != pattern(r, j);
         }
@@ -160,31 +216,66 @@ static void run_row_other(coll_t coll, size_t bytes, bool inplace, int iters,
     }
 }
 
+/* One MPI_Allreduce. */
+typedef struct ar_call {
+    type_t t;
+    int op;
+    size_t count;
+    bool inplace;
+    const void *in;
+    void *out;
+} ar_call_t;
+
+static void call_ar(void *arg)
+{
+    const ar_call_t *a = arg;
+
+    MPI_Allreduce(a->inplace ? MPI_IN_PLACE : a->in, a->out, (int)a->count,
+                  mpi_type(a->t), mpi_op(a->op), MPI_COMM_WORLD);
+}
+
+/* Before a call, untimed: the output poisoned before the checked one, an
+ * in-place input restored. */
+static void prepare_ar(const ar_call_t *a, bool checked)
+{
+    const size_t bytes = a->count * type_sizes[a->t];
+
+    if (checked) {
+        memset(a->out, 0xA5, bytes);
+    }
+    if (a->inplace) {
+        memcpy(a->out, a->in, bytes);
+    }
+}
+
 static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
                     int warmup, bool check, bool mean, const void *in,
                     void *out, double *times, row_t *res)
 {
     const size_t es = type_sizes[t];
+    ar_call_t a = {.t = t, .op = op, .count = count, .inplace = inplace,
+                   .in = in, .out = out};
     int64_t wrong = 0;
 
-    for (int it = 0; it < warmup + iters; it++) {
-        double t0, t1;
+    if (g_loop) {
+        prepare_ar(&a, false);
+        time_loop(call_ar, &a, iters, warmup, res);
+        prepare_ar(&a, check);
+        call_ar(&a);
+    } else {
+        for (int it = 0; it < warmup + iters; it++) {
+            double t0, t1;
 
-        if (check && it == warmup + iters - 1) {
-            memset(out, 0xA5, count * es);
+            prepare_ar(&a, check && it == warmup + iters - 1);
+            t0 = MPI_Wtime();
+            call_ar(&a);
+            t1 = MPI_Wtime();
+            if (it >= warmup) {
+                times[it - warmup] = (t1 - t0) * 1e6;
+            }
         }
-        if (inplace) {
-            memcpy(out, in, count * es);
-        }
-        t0 = MPI_Wtime();
-        MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)count,
-                      mpi_type(t), mpi_op(op), MPI_COMM_WORLD);
-        t1 = MPI_Wtime();
-        if (it >= warmup) {
-            times[it - warmup] = (t1 - t0) * 1e6;
-        }
+        summarize(times, iters, mean, res);
     }
-    summarize(times, iters, mean, res);
     if (check) {
         char e[8];
 
@@ -300,7 +391,12 @@ int main(int argc, char **argv)
         case 'n': iters = atoi(optarg); ok = iters > 0; break;
         case 'w': warmup = atoi(optarg); ok = warmup >= 0; break;
         case 'c': check = atoi(optarg) != 0; break;
-        case 'm': mean = strcmp(optarg, "mean") == 0; break;
+        case 'm':
+            ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0 ||
+                 strcmp(optarg, "loop") == 0;
+            mean = strcmp(optarg, "mean") == 0;
+            g_loop = strcmp(optarg, "loop") == 0;
+            break;
         case 'o': ok = pick(optarg, op_names, &op); break;
         case 'd': ok = pick(optarg, type_names, (int *)&t); break;
         default:
@@ -311,7 +407,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "usage: mpi-allreduce-bench [-C COLL] "
                         "[-b MIN] [-e MAX] "
                         "[-f F] [-n N] [-w N] [-c 0|1] [-o OP] [-d TYPE] "
-                        "[-m median|mean]\n");
+                        "[-m median|mean|loop]\n");
             }
             MPI_Finalize();
             return 64;
@@ -328,8 +424,13 @@ int main(int argc, char **argv)
                "maxBytes %zu step %g iters %d warmup %d check %d\n",
                coll_calls[coll], g_size, minb, maxb, factor, iters, warmup,
                check ? 1 : 0);
-        printf("# time: %s over iterations of the slowest rank's time, in us\n",
-               mean ? "mean" : "median");
+        if (g_loop) {
+            printf("# time: the iterations back to back, per call, the "
+                   "slowest rank's, in us\n");
+        } else {
+            printf("# time: %s over iterations of the slowest rank's time, "
+                   "in us\n", mean ? "mean" : "median");
+        }
         printf("#\n");
         bt_print_heads();
     }

@@ -3,7 +3,7 @@
  *
  *   ringpoint-bench [allreduce|broadcast|allgather] [-b MIN] [-e MAX]
  *                   [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1] [-o OP]
- *                   [-d DTYPE] [-r ROOT] [-m median|mean] [-G N]
+ *                   [-d DTYPE] [-r ROOT] [-m median|mean|loop] [-G N]
  *                   [-Z fp16|bf16] [-O cpu|sleep] [-D host|cuda]
  *
  * Started by a PMIx launcher (srun --mpi=pmix, mpirun); rank 0 prints one
@@ -19,6 +19,14 @@
  * like a training loop; in place, the input is restored before each
  * iteration, outside the timed region, so every iteration reduces the
  * same values.
+ *
+ * -m loop times the iterations back to back instead, as nccl-tests does:
+ * one clock read each side of the loop, after a barrier, the loop's time
+ * per call (its MAX over ranks), the input prepared once. For the smallest
+ * operations that is the sustained rate of calls, where one call's time
+ * alone mostly shows which rank arrived first (a broadcast's root returns
+ * before its readers have the data); in place, the values of later
+ * iterations drift, so the checked call runs after the loop, prepared.
  *
  * Checking (-c 1, the default): inputs are small integers chosen so that
  * every type, bfloat16 included, holds every result exactly, sums and
@@ -137,8 +145,13 @@ int main(int argc, char **argv)
         if (o.groups > 1 && o.coll == COLL_ALLREDUCE) {
             printf("# each row: %d buffers in one rp_allreduce_group\n", o.groups);
         }
-        printf("# time: %s over iterations of the slowest rank's time, in us\n",
-               o.mean ? "mean" : "median");
+        if (o.loop) {
+            printf("# time: the iterations back to back, per call, the "
+                   "slowest rank's, in us\n");
+        } else {
+            printf("# time: %s over iterations of the slowest rank's time, "
+                   "in us\n", o.mean ? "mean" : "median");
+        }
         if (o.compression != RP_COMPRESSION_DEFAULT) {
             printf("# wire compression: %s\n",
                    o.compression == RP_COMPRESSION_FP16   ? "fp16"

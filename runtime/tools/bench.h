@@ -28,6 +28,7 @@ typedef struct opts {
     int iters, warmup;
     bool check;
     bool mean;
+    bool loop;  /* -m loop: the iterations back to back, timed as one */
     int root;
     bool all_ops, all_types;
     int groups; /* allreduce: split into this many buffers, one grouped call */
@@ -44,7 +45,8 @@ extern int g_rank, g_size;
 extern rp_context_h g_ctx;
 
 typedef struct result {
-    double time_us; /* median or mean of per-iteration max over ranks */
+    double time_us; /* median or mean of per-iteration max over ranks;
+                       -m loop: the loop's time per call, max over ranks */
     int64_t wrong;  /* -1: not checked */
     bool failed;
 } result_t;

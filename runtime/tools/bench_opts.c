@@ -65,7 +65,10 @@ static void usage(FILE *out)
         "  -d, --datatype T      float, double, half, bfloat16, int32, int64,\n"
         "                        uint8 or all (default float)\n"
         "  -r, --root R          broadcast's root (default 0)\n"
-        "  -m, --stat S          median (default) or mean of the iterations\n"
+        "  -m, --stat S          median (default) or mean of the iterations,\n"
+        "                        or loop: the iterations back to back, the\n"
+        "                        loop's time per call (a rate, as nccl-tests\n"
+        "                        times; the others time each call alone)\n"
         "  -G, --group N         allreduce: cut the buffer into N buffers of\n"
         "                        unequal sizes, reduced by one rp_allreduce_group\n"
         "  -Z, --compress W      allreduce float32 as fp16 or bf16 on the wire\n"
@@ -221,8 +224,10 @@ int parse_args(int argc, char **argv, opts_t *o)
             o->device = strcmp(optarg, "cuda") == 0;
             break;
         case 'm':
-            ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0;
+            ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0 ||
+                 strcmp(optarg, "loop") == 0;
             o->mean = strcmp(optarg, "mean") == 0;
+            o->loop = strcmp(optarg, "loop") == 0;
             break;
         case 'T':
             o->tune_path = optarg;
@@ -263,6 +268,12 @@ int parse_args(int argc, char **argv, opts_t *o)
     if (o->device && o->overlap) {
         fprintf(stderr, "ringpoint-bench: -O (overlap of non-blocking calls with "
                 "host computation) is a host-path measure: not with -D cuda\n");
+        return 64;
+    }
+    /* The overlap table and the tuning time single calls by design. */
+    if (o->loop && (o->overlap || o->tune_path != NULL)) {
+        fprintf(stderr, "ringpoint-bench: -m loop times the rows' iterations "
+                "back to back: not with -O or -T\n");
         return 64;
     }
     return 0;

@@ -77,6 +77,26 @@ test_bench_mpirun_and_companions() {
             fail "mpi-allreduce-bench exited $?"
         bench_ok "$out"
     fi
+    # -m loop (the iterations back to back, one clock read each side):
+    # every collective kind, in both tools, still checked after the loop.
+    for c in allreduce broadcast allgather; do
+        out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+            ringpoint-bench $c -b 4 -e 1M -f 16 -n 20 -w 2 -m loop 2>&1) ||
+            fail "ringpoint-bench $c -m loop exited $?"
+        bench_ok "$out"
+        assert_contains "$out" "time: the iterations back to back, per call"
+        if [ -x "$LIBEXEC/mpi-allreduce-bench" ]; then
+            out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+                "$LIBEXEC/mpi-allreduce-bench" -C $c -b 4 -e 1M -f 16 -n 20 -w 2 -m loop 2>&1) ||
+                fail "mpi-allreduce-bench -C $c -m loop exited $?"
+            bench_ok "$out"
+            assert_contains "$out" "time: the iterations back to back, per call"
+        fi
+    done
+    out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+        "$LIBEXEC/ringpoint-barrier-bench" -n 100 -w 5 -m loop 2>&1) ||
+        fail "ringpoint-barrier-bench -m loop exited $?"
+    assert_contains "$out" "time: the iterations back to back, per call"
     if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
         out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 2 \
             -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$(( 29000 + RANDOM % 500 )) \
@@ -236,6 +256,12 @@ test_bench_rejects_bad_arguments() {
     rc=0
     ringpoint-bench -D cuda -Z fp16 >/dev/null 2>&1 || rc=$?
     assert_eq "$rc" 64 "exit status for compression on the device"
+    rc=0
+    ringpoint-bench -m fastest >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for a bad statistic"
+    rc=0
+    ringpoint-bench -m loop -O cpu >/dev/null 2>&1 || rc=$?
+    assert_eq "$rc" 64 "exit status for -m loop with the overlap table"
 }
 
 run_all
