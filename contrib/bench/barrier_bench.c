@@ -120,13 +120,8 @@ int main(int argc, char **argv)
         printf("# ringpoint-barrier-bench: rp_barrier, %d ranks on %d nodes, "
                "iters %d warmup %d\n", attr.size, attr.node_count, iters,
                warmup);
-        if (loop) {
-            printf("# time: the iterations back to back, per call, the "
-                   "slowest rank's, in us\n#\n");
-        } else {
-            printf("# time: %s over iterations of the slowest rank's time, "
-                   "in us\n#\n", mean ? "mean" : "median");
-        }
+        bt_print_time_note(loop, mean);
+        printf("#\n");
         bt_print_heads();
     }
     for (int i = 0; i < 2; i++) {

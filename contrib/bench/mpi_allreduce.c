@@ -123,6 +123,34 @@ static void summarize(double *times, int iters, bool mean, row_t *res)
     res->wrong = -1;
 }
 
+/* A row's calls of @call, each after @prepare (untimed; @checked on the
+ * one whose result is checked): timed one by one, or with -m loop back to
+ * back and then the checked one. The row's time into @res. */
+static void time_row(void (*call)(void *), void (*prepare)(void *, bool),
+                     void *arg, int iters, int warmup, bool check, bool mean,
+                     double *times, row_t *res)
+{
+    if (g_loop) {
+        prepare(arg, false);
+        time_loop(call, arg, iters, warmup, res);
+        prepare(arg, check);
+        call(arg);
+        return;
+    }
+    for (int it = 0; it < warmup + iters; it++) {
+        double t0, t1;
+
+        prepare(arg, check && it == warmup + iters - 1);
+        t0 = MPI_Wtime();
+        call(arg);
+        t1 = MPI_Wtime();
+        if (it >= warmup) {
+            times[it - warmup] = (t1 - t0) * 1e6;
+        }
+    }
+    summarize(times, iters, mean, res);
+}
+
 /* Broadcast's and allgather's byte pattern: rank r's byte i. */
 static unsigned char pattern(int r, size_t i)
 {
@@ -158,8 +186,10 @@ static void call_other(void *arg)
  * call, which changes which rank waits inside the timed call; the two
  * loops must be the same to be compared), the root's data into place, an
  * in-place allgather's own block into place. */
-static void prepare_other(const other_call_t *a, bool checked)
+static void prepare_other(void *arg, bool checked)
 {
+    const other_call_t *a = arg;
+
     if (a->coll == C_BROADCAST) {
         if (g_rank != 0 && checked) {
             memset(a->out, 0xA5, a->bytes);
@@ -185,25 +215,8 @@ static void run_row_other(coll_t coll, size_t bytes, bool inplace, int iters,
                                                    : bytes};
     int64_t wrong = 0;
 
-    if (g_loop) {
-        prepare_other(&a, false);
-        time_loop(call_other, &a, iters, warmup, res);
-        prepare_other(&a, check);
-        call_other(&a);
-    } else {
-        for (int it = 0; it < warmup + iters; it++) {
-            double t0, t1;
-
-            prepare_other(&a, check && it == warmup + iters - 1);
-            t0 = MPI_Wtime();
-            call_other(&a);
-            t1 = MPI_Wtime();
-            if (it >= warmup) {
-                times[it - warmup] = (t1 - t0) * 1e6;
-            }
-        }
-        summarize(times, iters, mean, res);
-    }
+    time_row(call_other, prepare_other, &a, iters, warmup, check, mean, times,
+             res);
     if (check && coll != C_BARRIER) {
         for (size_t i = 0; i < bytes; i++) {
             int r = coll == C_BROADCAST ? 0 : (int)(i / a.block);
@@ -236,8 +249,9 @@ static void call_ar(void *arg)
 
 /* Before a call, untimed: the output poisoned before the checked one, an
  * in-place input restored. */
-static void prepare_ar(const ar_call_t *a, bool checked)
+static void prepare_ar(void *arg, bool checked)
 {
+    const ar_call_t *a = arg;
     const size_t bytes = a->count * type_sizes[a->t];
 
     if (checked) {
@@ -257,25 +271,7 @@ static void run_row(type_t t, int op, size_t count, bool inplace, int iters,
                    .in = in, .out = out};
     int64_t wrong = 0;
 
-    if (g_loop) {
-        prepare_ar(&a, false);
-        time_loop(call_ar, &a, iters, warmup, res);
-        prepare_ar(&a, check);
-        call_ar(&a);
-    } else {
-        for (int it = 0; it < warmup + iters; it++) {
-            double t0, t1;
-
-            prepare_ar(&a, check && it == warmup + iters - 1);
-            t0 = MPI_Wtime();
-            call_ar(&a);
-            t1 = MPI_Wtime();
-            if (it >= warmup) {
-                times[it - warmup] = (t1 - t0) * 1e6;
-            }
-        }
-        summarize(times, iters, mean, res);
-    }
+    time_row(call_ar, prepare_ar, &a, iters, warmup, check, mean, times, res);
     if (check) {
         char e[8];
 
@@ -424,13 +420,7 @@ int main(int argc, char **argv)
                "maxBytes %zu step %g iters %d warmup %d check %d\n",
                coll_calls[coll], g_size, minb, maxb, factor, iters, warmup,
                check ? 1 : 0);
-        if (g_loop) {
-            printf("# time: the iterations back to back, per call, the "
-                   "slowest rank's, in us\n");
-        } else {
-            printf("# time: %s over iterations of the slowest rank's time, "
-                   "in us\n", mean ? "mean" : "median");
-        }
+        bt_print_time_note(g_loop, mean);
         printf("#\n");
         bt_print_heads();
     }

@@ -145,13 +145,7 @@ int main(int argc, char **argv)
         if (o.groups > 1 && o.coll == COLL_ALLREDUCE) {
             printf("# each row: %d buffers in one rp_allreduce_group\n", o.groups);
         }
-        if (o.loop) {
-            printf("# time: the iterations back to back, per call, the "
-                   "slowest rank's, in us\n");
-        } else {
-            printf("# time: %s over iterations of the slowest rank's time, "
-                   "in us\n", o.mean ? "mean" : "median");
-        }
+        bt_print_time_note(o.loop, o.mean);
         if (o.compression != RP_COMPRESSION_DEFAULT) {
             printf("# wire compression: %s\n",
                    o.compression == RP_COMPRESSION_FP16   ? "fp16"

@@ -136,3 +136,14 @@ void bt_print_wrong_total(int64_t wrong_total)
     printf("# Out of bounds values : %" PRId64 " %s\n", wrong_total,
            wrong_total == 0 ? "OK" : "FAILED");
 }
+
+void bt_print_time_note(bool loop, bool mean)
+{
+    if (loop) {
+        printf("# time: the iterations back to back, per call, the slowest "
+               "rank's, in us\n");
+    } else {
+        printf("# time: %s over iterations of the slowest rank's time, in "
+               "us\n", mean ? "mean" : "median");
+    }
+}

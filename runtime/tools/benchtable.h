@@ -30,6 +30,10 @@ double bt_stat(double *times, int n, bool mean);
 int64_t bt_ar_input(int op, size_t i, int r, int n);
 int64_t bt_ar_expected(int op, size_t i, int n);
 
+/* The "# time:" line that says which statistic the rows show: the loop's
+ * time per call (-m loop), or the median or mean of the calls timed alone. */
+void bt_print_time_note(bool loop, bool mean);
+
 /* nccl-tests' table: the column heads (out of place, then in place), a
  * row's first columns, one placement's columns, the closing count. */
 void bt_print_heads(void);
