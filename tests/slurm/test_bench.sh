@@ -155,8 +155,11 @@ test_bench_device_mode() {
         return
     fi
     # (Slurm's own lines, srun's "exit code 77" and slurmstepd's, are not
-    # counted.)
-    out=$(srun --mpi=pmix -N1 -n1 ringpoint-bench -D cuda -b 8 -e 1M 2>&1) || rc=$?
+    # counted. The steps start in / : a working directory the nodes lack,
+    # as a checkout under the host's /tmp is from their private /tmp, makes
+    # every slurmstepd say so, and two of them writing at once can splice
+    # their lines into one that no filter recognises.)
+    out=$(srun --chdir=/ --mpi=pmix -N1 -n1 ringpoint-bench -D cuda -b 8 -e 1M 2>&1) || rc=$?
     echo "$out"
     assert_eq "$rc" 77 "exit status of -D cuda without a GPU"
     out=$(echo "$out" | grep -Ev '^(srun|slurmstepd[^:]*): ')
@@ -165,7 +168,7 @@ test_bench_device_mode() {
         fail "the skip does not say why"
     # Every rank of a larger job skips together, and only one says so.
     rc=0
-    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench -D cuda 2>&1) || rc=$?
+    out=$(srun --chdir=/ --mpi=pmix -N2 -n3 ringpoint-bench -D cuda 2>&1) || rc=$?
     echo "$out"
     assert_eq "$rc" 77 "exit status of -D cuda on 3 ranks"
     out=$(echo "$out" | grep -Ev '^(srun|slurmstepd[^:]*): ')
