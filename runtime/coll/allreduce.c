@@ -59,8 +59,9 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
         return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
                                  half_wire, algo == RP_COLL_ALGO_RD);
     }
-    if (c->shm != NULL && c->shm->cma && c->shm_ar_cma) {
-        /* Larger: read the peers' data where it lies, the same again. */
+    if (c->shm != NULL && c->shm->cma) {
+        /* Larger: read the peers' data where it lies and write each
+         * finished block into theirs, the same expression again. */
         return rp__cma_allreduce(c, sendbuf, recvbuf, count, dtype, op,
                                  half_wire, algo == RP_COLL_ALGO_RD);
     }

@@ -211,12 +211,11 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
      * against 55 at 16 MiB, 261 against 336 at 64 MiB). The same on every
      * rank: the size, the CPU count and the ranks per node are. */
     c->shm_ar_max = c->shm_ag_max = c->shm_max;
-    /* Above the slots, 2 ranks keep the ring over UCX, itself one
-     * single-copy exchange a segment: 134 against 161 us at 1 MiB, 636
-     * against 777 at 4 MiB, 9.3 against 8.2 ms at 16 MiB and 36 against
-     * 32 at 64 MiB (load 3.5); more ranks read their peers (3 steps
-     * instead of the ring's 2(n-1); not measurable on 2 cores). */
-    c->shm_ar_cma = shm_max_set || size > 2;
+    /* Above the slots every allreduce reads the peers and writes its
+     * finished block into theirs (shm_cma.c), 2 ranks too: there it
+     * beats the ring over UCX, itself one single-copy exchange a segment,
+     * from 256 KiB (27 against 45 us) to 4 MiB (686-748 against 761-871)
+     * and ties it from 16 MiB out of place (in place 15-30 % ahead). */
     if (!shm_max_set) {
         if (c->yield) {
             c->shm_ar_max = SIZE_MAX;

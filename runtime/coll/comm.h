@@ -95,7 +95,6 @@ typedef struct rp_comm {
     struct rp__shm *shm;
     size_t shm_max;
     size_t shm_ar_max, shm_ag_max; /* allreduce's, allgather's (comm.c) */
-    bool shm_ar_cma; /* larger allreduces read the peers, not the ring */
     bool shm_on; /* RINGPOINT_COLL_SHM */
 
     /* A sub-communicator of the hierarchy (hier.h): its ranks' places in

@@ -60,7 +60,6 @@ static rp_status_t rp_hier_sub(rp_comm_t *c, const int *world, int n,
     s->shm_on = c->shm_on;
     s->shm_max = s->shm_ar_max = s->shm_ag_max = c->shm_max;
     /* As rp__comm_create decides for a node of this many ranks. */
-    s->shm_ar_cma = n > 2 || getenv("RINGPOINT_COLL_SHM_MAX") != NULL;
     if (getenv("RINGPOINT_COLL_SHM_MAX") == NULL && c->yield) {
         s->shm_ar_max = SIZE_MAX;
     }

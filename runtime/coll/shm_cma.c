@@ -15,8 +15,8 @@
  * Allreduce reads the peers' data where it lies: rank r evaluates block r
  * of the result (the blocks rp__chunk_* cuts, as the ring does), a chunk
  * at a time, from copies of the peers' chunks in its scratch and its own
- * input, straight into its output; a step later every rank reads the
- * other finished blocks out of their owners' outputs. The expression per
+ * input, straight into its output, and writes each finished chunk into
+ * every peer's output while it is still in the cache. The expression per
  * element is the transport's (shm_eval.h), so are the bits.
  */
 #include "config.h"
@@ -389,20 +389,19 @@ rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
             a.p0 = lo;
             rp__shm_eval(&a, lo, len, out + lo * a.es);
         }
-    }
-    /* Our block is final; read the others' out of their outputs. The
-     * peers have read what they need of our input by then (they posted),
-     * so overwriting it in place is safe. */
-    if (status == RP_OK) {
-        status = rp_sync(c, true);
-    }
-    for (int i = 1; i < n && status == RP_OK; i++) {
-        const int q = (r + i) % n;
-        const size_t qoff = rp__chunk_offset(count, n, q);
+        /* The chunk is final: into every peer's output from the cache,
+         * rather than read back from ours later. Only this rank touches
+         * block r of any buffer, and it read the peers' inputs there
+         * above, so in place this overwrites nothing still needed. */
+        for (int i = 1; i < n && status == RP_OK; i++) {
+            const int q = (r + i) % n;
 
-        status = rp_read(c, q, out + qoff * a.es,
-                         rp_addr(sh, q, k, 1) + qoff * a.es,
-                         rp__chunk_count(count, n, q) * a.es);
+            status = rp_move(c, q, out + lo * a.es,
+                             rp_addr(sh, q, k, 1) + lo * a.es, len * a.es,
+                             true);
+        }
     }
+    /* Once every rank posts, it has read what it needed of our input and
+     * written its block into our output. */
     return status != RP_OK ? status : rp_sync(c, true);
 }

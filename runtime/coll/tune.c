@@ -244,7 +244,6 @@ rp_status_t rp__tune_setup(rp_comm_t *c, bool rd_env, bool shm_env)
         /* As RINGPOINT_COLL_SHM_MAX would: one switch for every
          * collective, single-copy above it. */
         c->shm_max = c->shm_ar_max = c->shm_ag_max = (size_t)t.shm_max;
-        c->shm_ar_cma = true;
     }
     if (t.hier_max != UINT64_MAX) {
         c->hier_max = (size_t)t.hier_max;

@@ -62,7 +62,6 @@ static void tune_path(rp_comm_t *c, tune_kind_t kind, bool a,
         break;
     case T_SHM:
         c->shm_ar_max = a ? SIZE_MAX : 0;
-        c->shm_ar_cma = true;
         break;
     case T_HIER:
         c->hier = a ? hier : NULL;
@@ -112,7 +111,6 @@ static int tune_pair(const opts_t *o, tune_kind_t kind, const char *key,
     rp_comm_t *c = g_ctx->comm;
     const rp_coll_algo_t algo = c->algo;
     const size_t ar_max = c->shm_ar_max;
-    const bool ar_cma = c->shm_ar_cma;
     struct rp__hier *hier = c->hier;
     const bool forced = hier != NULL && hier->forced;
     int rc = 0, score = 0, best = 0;
@@ -152,7 +150,6 @@ static int tune_pair(const opts_t *o, tune_kind_t kind, const char *key,
     }
     c->algo = algo;
     c->shm_ar_max = ar_max;
-    c->shm_ar_cma = ar_cma;
     c->hier = hier;
     if (hier != NULL) {
         hier->forced = forced;

@@ -100,7 +100,7 @@ killed_rank2_reported() {
 # and as on two nodes, where both stay off. With every checked size
 # through the segment (up to 8 MiB, so several 1 MiB slots per call), or
 # with the default switches (2 ranks: broadcast and allgather single-copy
-# above theirs, allreduce the ring over UCX), the bits are the ring's too. A rank killed on that node is named by the
+# above theirs, allreduce too), the bits are the ring's too. A rank killed on that node is named by the
 # others, on either path and from another pid namespace; bad settings are
 # refused.
 test_coll_shared_segment() {
