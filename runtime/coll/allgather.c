@@ -137,8 +137,8 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     }
     status = rp__ring_run(c, &ring, &rp_allgather_ops, &g);
     c->idle = NULL;
-    if (status == RP_OK && g.in != NULL && g.copied < bytes) {
-        memcpy(g.mine + g.copied, g.in + g.copied, bytes - g.copied);
+    /* What the waits left of the own block. */
+    while (status == RP_OK && g.in != NULL && rp_allgather_idle(&g)) {
     }
     return status;
 }

@@ -78,9 +78,8 @@ static rp_status_t rp_progress_spin_env(bool *set_p, uint64_t *ns_p)
 
 /* More ranks on this node than cores? The machine's CPU count, not this
  * process's affinity: launchers bind each rank to one core, which says
- * nothing about sharing. */
-/* More ranks on this node than its CPUs; RINGPOINT_COLL_OVERSUBSCRIBED
- * says so where the count misleads (a CPU set narrower than the node). */
+ * nothing about sharing. RINGPOINT_COLL_OVERSUBSCRIBED says so where the
+ * count misleads (a CPU set narrower than the node). */
 static bool rp_oversubscribed(const rp_transport_t *tp,
                               const rp_settings_t *settings)
 {

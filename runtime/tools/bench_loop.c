@@ -118,6 +118,48 @@ static rp_status_t prepare_iter(const opts_t *o, bool checked, bool inplace,
     return st == RP_OK ? buf_sync(o) : st;
 }
 
+/* -m loop: the row's iterations back to back, prepared once and timed as
+ * one loop between two points every rank passes together; *@per_p: the
+ * loop's time per call, the slowest rank's. The checked call follows,
+ * prepared as usual. */
+static rp_status_t run_loop(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                            size_t count, bool inplace, const bufs_t *b,
+                            void *send, char *out, size_t in_bytes,
+                            size_t out_bytes, double *per_p)
+{
+    rp_status_t st = prepare_iter(o, false, inplace, b, send, in_bytes,
+                                  out_bytes);
+    double t0, per;
+
+    for (int it = 0; st == RP_OK && it < o->warmup; it++) {
+        st = run_once(o, t, op, send, out, count, NULL);
+    }
+    if (st == RP_OK) {
+        st = buf_sync(o);
+    }
+    if (st == RP_OK) {
+        st = rp_barrier(g_ctx);
+    }
+    t0 = now_us();
+    for (int it = 0; st == RP_OK && it < o->iters; it++) {
+        st = run_once(o, t, op, send, out, count, NULL);
+    }
+    if (st == RP_OK) {
+        st = buf_sync(o);
+    }
+    per = (now_us() - t0) / o->iters;
+    if (st == RP_OK) {
+        st = rp_allreduce(g_ctx, &per, per_p, 1, RP_DTYPE_FLOAT64, RP_OP_MAX);
+    }
+    if (st == RP_OK && o->check) {
+        st = prepare_iter(o, true, inplace, b, send, in_bytes, out_bytes);
+    }
+    if (st == RP_OK && o->check) {
+        st = run_once(o, t, op, send, out, count, NULL);
+    }
+    return st == RP_OK && o->check ? buf_sync(o) : st;
+}
+
 /*
  * @count: elements per rank (the buffer for allreduce and broadcast).
  * b->in: this rank's input, kept intact; b->out: the output (allgather:
@@ -147,49 +189,15 @@ void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
         send = out;
     }
     if (o->loop) {
-        /* Back to back: prepared once, timed as one loop between two
-         * points every rank passes together; the checked call after it,
-         * prepared as usual. */
-        double t0, per;
-
-        st = prepare_iter(o, false, inplace, b, send, in_bytes, out_bytes);
-        for (int it = 0; st == RP_OK && it < o->warmup; it++) {
-            st = run_once(o, t, op, send, out, count, NULL);
-        }
-        if (st == RP_OK) {
-            st = buf_sync(o);
-        }
-        if (st == RP_OK) {
-            st = rp_barrier(g_ctx);
-        }
-        t0 = now_us();
-        for (int it = 0; st == RP_OK && it < o->iters; it++) {
-            st = run_once(o, t, op, send, out, count, NULL);
-        }
-        if (st == RP_OK) {
-            st = buf_sync(o);
-        }
-        per = (now_us() - t0) / o->iters;
-        if (st == RP_OK) {
-            st = rp_allreduce(g_ctx, &per, &res->time_us, 1, RP_DTYPE_FLOAT64,
-                              RP_OP_MAX);
-        }
-        if (st == RP_OK && o->check) {
-            st = prepare_iter(o, true, inplace, b, send, in_bytes, out_bytes);
-            if (st == RP_OK) {
-                st = run_once(o, t, op, send, out, count, NULL);
-            }
-            if (st == RP_OK) {
-                st = buf_sync(o);
-            }
-        }
+        st = run_loop(o, t, op, count, inplace, b, send, out, in_bytes,
+                      out_bytes, &res->time_us);
         if (st != RP_OK) {
             fprintf(stderr, "ringpoint-bench: rank %d: %s failed: %s\n",
                     g_rank, coll_name(o->coll), rp_status_string(st));
             res->failed = true;
             return;
         }
-        total = 0; /* skip the per-call loop below */
+        total = 0; /* no per-call loop */
     }
     for (int it = 0; it < total; it++) {
         double t0, t1;
