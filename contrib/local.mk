@@ -60,6 +60,18 @@ contrib_bench_mpi_allreduce_bench_SOURCES = contrib/bench/mpi_allreduce.c \
 	runtime/tools/benchtable.c runtime/tools/benchtable.h
 contrib_bench_mpi_allreduce_bench_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 contrib_bench_mpi_allreduce_bench_LDADD = $(MPI_LIBS)
+if HAVE_UCX
+# UCX's own tagged exchange between two ranks: the floor under a small
+# 2-rank collective over UCX, beside ringpoint and Open MPI's pml ucx.
+bench_PROGRAMS += contrib/bench/ucx-exchange-bench
+contrib_bench_ucx_exchange_bench_SOURCES = contrib/bench/ucx_exchange.c \
+	runtime/tools/benchtable.c runtime/tools/benchtable.h
+contrib_bench_ucx_exchange_bench_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS) $(UCX_CPPFLAGS)
+contrib_bench_ucx_exchange_bench_LDFLAGS = $(UCX_LDFLAGS)
+contrib_bench_ucx_exchange_bench_LDADD = $(MPI_LIBS) $(UCX_LIBS) -lucs
 else
-EXTRA_DIST += contrib/bench/mpi_allreduce.c
+EXTRA_DIST += contrib/bench/ucx_exchange.c
+endif
+else
+EXTRA_DIST += contrib/bench/mpi_allreduce.c contrib/bench/ucx_exchange.c
 endif

@@ -17,7 +17,9 @@
 #   -l LAYOUTS  comma-separated, from np2 (2 ranks, shared memory), np4
 #               (4 ranks with --oversubscribe) and tcp (2 ranks with
 #               UCX_TLS=tcp,self for both ringpoint and Open MPI's pml ucx:
-#               an inter-node emulation); default np2,np4,tcp
+#               an inter-node emulation; with the floor beside it: UCX's
+#               own exchange of the same bytes, ucx-exchange-bench, and
+#               ucx_perftest's latency and rate); default np2,np4,tcp
 #   -C COLLS    comma-separated, from allreduce, broadcast, allgather and
 #               barrier (against MPI_Allreduce, MPI_Bcast, MPI_Allgather,
 #               MPI_Barrier); default allreduce. Allreduce runs 4 B-256 MiB,
@@ -44,7 +46,7 @@
 # figure.
 #
 # Needs: mpirun (Open MPI 4.1); mpi-allreduce-bench, ringpoint-barrier-bench,
-# ringpoint-membw and gloo_allreduce.py, installed by `make install` under
+# ringpoint-membw, ucx-exchange-bench and gloo_allreduce.py, installed by `make install` under
 # PREFIX/libexec/ringpoint; /usr/bin/python3 (with torch, Debian's
 # python3-torch, for gloo). A tool that is missing is skipped and its
 # columns say so.
@@ -72,7 +74,7 @@ while getopts "r:p:B:l:C:Gn:m:o:qh" opt; do
     m) stat=$OPTARG ;;
     o) keep=$OPTARG ;;
     q) quick=1; rounds=2 ;;
-    h) sed -n '2,43p' "$0"; exit 0 ;;
+    h) sed -n '2,46p' "$0"; exit 0 ;;
     *) exit 64 ;;
     esac
 done
@@ -85,6 +87,7 @@ RP_BENCH=$prefix/bin/ringpoint-bench
 RP_BARRIER=$prefix/libexec/ringpoint/ringpoint-barrier-bench
 MPI_BENCH=$prefix/libexec/ringpoint/mpi-allreduce-bench
 MEMBW=$prefix/libexec/ringpoint/ringpoint-membw
+UCX_XCHG=$prefix/libexec/ringpoint/ucx-exchange-bench
 GLOO_BENCH=$prefix/libexec/ringpoint/gloo_allreduce.py
 TORCH_PY=${RP_TORCH_PYTHON:-/usr/bin/python3}
 [ -x "$RP_BENCH" ] || { echo "bench-allreduce: $RP_BENCH not found" >&2; exit 64; }
@@ -156,7 +159,13 @@ run() {
 }
 
 # The ceilings, in the same run: each process's memory bandwidth (two at
-# once, as two ranks run), and the loopback TCP rate of one stream.
+# once, as two ranks run); the loopback TCP rate of one stream, and of two
+# at once, one each way, as a 2-rank ring over TCP sends and receives
+# together; and, for the tcp layout, UCX's own figures over loopback TCP
+# (ucx_perftest, the library both ringpoint and Open MPI's pml ucx use):
+# the one-way latency of an 8-byte tagged message (half a ping-pong: what
+# a 2-rank exchange of a few bytes cannot go below) and the rate of 16 MiB
+# tagged sends.
 ceilings() {
     local when=$1
     if [ -x "$MEMBW" ]; then
@@ -164,33 +173,79 @@ ceilings() {
     fi
     python3 - "$when" >> "$work/ceil" 2>&1 <<'PYEOF' || true
 import socket, sys, threading, time
-n, chunk = 1 << 30, bytearray(1 << 20)
-srv = socket.socket()
-srv.bind(("127.0.0.1", 0))
-srv.listen(1)
+n = 1 << 30
 
-def sink():
-    c, _ = srv.accept()
-    buf, got = bytearray(1 << 20), 0
-    while got < n:
-        k = c.recv_into(buf)
-        if not k:
-            break
-        got += k
-    c.close()
+def stream(rates):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
 
-t = threading.Thread(target=sink)
-t.start()
-s = socket.create_connection(srv.getsockname())
-t0, sent = time.time(), 0
-while sent < n:
-    s.sendall(chunk)
-    sent += len(chunk)
-s.close()
-t.join()
-print(f"# ceiling ({sys.argv[1]}): loopback TCP, one stream, 1 GiB:"
-      f" {n / (time.time() - t0) / 1e9:.2f} GB/s")
+    def sink():
+        c, _ = srv.accept()
+        buf, got = bytearray(1 << 20), 0
+        while got < n:
+            k = c.recv_into(buf)
+            if not k:
+                break
+            got += k
+        c.close()
+
+    t = threading.Thread(target=sink)
+    t.start()
+    s = socket.create_connection(srv.getsockname())
+    chunk, t0, sent = bytearray(1 << 20), time.time(), 0
+    while sent < n:
+        s.sendall(chunk)
+        sent += len(chunk)
+    s.close()
+    t.join()
+    srv.close()
+    rates.append(n / (time.time() - t0) / 1e9)
+
+for k in (1, 2):
+    rates = []
+    ts = [threading.Thread(target=stream, args=(rates,)) for _ in range(k)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    what = "one stream" if k == 1 else "two streams at once (GB/s each)"
+    print(f"# ceiling ({sys.argv[1]}): loopback TCP, {what}, 1 GiB:"
+          f" {' '.join(f'{r:.2f}' for r in sorted(rates))} GB/s")
 PYEOF
+    case ",$layouts," in *,tcp,*) ucx_ceilings "$when" ;; esac
+}
+
+# ucx_ceilings WHEN: ucx_perftest over loopback TCP, if installed.
+ucx_ceilings() {
+    local when=$1 perf port out t
+    perf=$(command -v ucx_perftest) || return 0
+    for t in "tag_lat 8 20000 2000" "tag_bw 16777216 100 10"; do
+        # shellcheck disable=SC2086
+        set -- $t
+        port=$(( 14000 + RANDOM % 2000 ))
+        UCX_TLS=tcp,self timeout 60 "$perf" -p "$port" >/dev/null 2>&1 &
+        out=
+        for _ in $(seq 1 50); do
+            if out=$(UCX_TLS=tcp,self timeout 60 "$perf" 127.0.0.1 -p "$port" \
+                -t "$1" -s "$2" -n "$3" -w "$4" -f 2>/dev/null); then
+                break
+            fi
+            out=
+            sleep 0.1
+        done
+        wait 2>/dev/null || true
+        # -f: the last line is the final figures: iterations, then the
+        # median latency (us) ... and the overall bandwidth (MiB/s).
+        echo "$out" | awk -v w="$when" -v t="$1" '
+            /^ *[0-9]/ { last = $0 }
+            END {
+                split(last, f)
+                if (last == "") print "# ceiling (" w "): ucx_perftest " t " over loopback TCP failed"
+                else if (t == "tag_lat") printf "# ceiling (%s): UCX over loopback TCP, 8 B tagged, one way (half a ping-pong), median: %.2f us\n", w, f[2]
+                else printf "# ceiling (%s): UCX over loopback TCP, 16 MiB tagged sends: %.2f GB/s\n", w, f[5] * 1048576 / 1e9
+            }' >> "$work/ceil"
+    done
 }
 
 # one_coll LAYOUT COLL ROUND: every tool, in turn, over the size ranges.
@@ -226,6 +281,21 @@ one_coll() {
             run "$layout" ompi-ucx "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
                 "${UCX_PML[@]}" ${mpitcp[@]+"${mpitcp[@]}"} "$MPI_BENCH" -C "$coll" $range
         fi
+        # The floor over TCP: UCX's own exchange of the same bytes (a
+        # 2-rank allreduce below the ring's 8 KiB is one exchange of the
+        # buffer; a barrier one of nothing), MPI only to start it.
+        if [ "$layout" = tcp ] && [ -x "$UCX_XCHG" ] && [ "$range" != "$large" ]; then
+            local xr=
+            case $coll in
+            allreduce) xr=${range/-e 256K/-e 4K} ;;
+            barrier) xr="-b 0 -e 0 $range" ;;
+            esac
+            if [ -n "$xr" ]; then
+                # shellcheck disable=SC2086
+                run "$layout" ucx-raw "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+                    --mca pml ob1 --mca btl self,vader "${mpitcp[@]}" "$UCX_XCHG" $xr
+            fi
+        fi
         if [ $have_gloo = 1 ] && [ "$layout" != tcp ] && [ "$coll" = allreduce ]; then
             port=$(( port + 1 ))
             # shellcheck disable=SC2086
@@ -240,6 +310,7 @@ port=$(( 29600 + RANDOM % 1000 ))
 ceilings start
 for round in $(seq 1 "$rounds"); do
     for layout in ${layouts//,/ }; do
+        # shellcheck disable=SC2054
         case $layout in
         np2) np=(-np 2); rpenv=(); mpitcp=() ;;
         np4) np=(-np 4 --oversubscribe); rpenv=(); mpitcp=() ;;
@@ -326,4 +397,20 @@ for c in colls:
             print(f"{human(s):>9} | {cell(rp)} | {cell(bf)} | {cell(om)} | {cell(ou)} |"
                   f" {ratio(rp, best(om, ou))} {ratio(rp, bf)} | {cell(rpi)} | {cell(gl)} |"
                   f" {ratio(rpi, gl)}")
+        floor = [s for s in sizes if med(l, c, "ucx-raw", s, "oop")]
+        if floor:
+            print(f"\n# the floor: UCX's own tagged exchange of the same bytes between the"
+                  f" two ranks (ucx-exchange-bench), same rounds; x = time / floor\n")
+            hdr = (f"{'size':>9} | {'UCX exchange':>12} | {'ringpoint':>9} {'x floor':>7} |"
+                   f" {'ompi best':>9} {'x floor':>7}")
+            print(hdr)
+            print("-" * len(hdr))
+            for s in floor:
+                fl = med(l, c, "ucx-raw", s, "oop")
+                rp = med(l, c, "ringpoint", s, "oop")
+                ob = best(med(l, c, "ompi", s, "oop"), med(l, c, "ompi-ucx", s, "oop"))
+                def x(m):
+                    return (f"{'-':>9} {'-':>7}" if m is None
+                            else f"{m[0]:9.2f} {m[0] / fl[0]:7.2f}")
+                print(f"{human(s):>9} | {fl[0]:12.2f} | {x(rp)} | {x(ob)}")
 EOF

@@ -89,9 +89,7 @@ int main(int argc, char **argv)
         case 'n': iters = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
         case 'm':
-            mean = strcmp(optarg, "mean") == 0;
-            loop = strcmp(optarg, "loop") == 0;
-            if (!mean && !loop && strcmp(optarg, "median") != 0) {
+            if (!bt_parse_stat(optarg, &mean, &loop)) {
                 iters = 0;
             }
             break;

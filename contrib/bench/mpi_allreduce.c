@@ -388,10 +388,7 @@ int main(int argc, char **argv)
         case 'w': warmup = atoi(optarg); ok = warmup >= 0; break;
         case 'c': check = atoi(optarg) != 0; break;
         case 'm':
-            ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0 ||
-                 strcmp(optarg, "loop") == 0;
-            mean = strcmp(optarg, "mean") == 0;
-            g_loop = strcmp(optarg, "loop") == 0;
+            ok = bt_parse_stat(optarg, &mean, &g_loop);
             break;
         case 'o': ok = pick(optarg, op_names, &op); break;
         case 'd': ok = pick(optarg, type_names, (int *)&t); break;

@@ -224,10 +224,7 @@ int parse_args(int argc, char **argv, opts_t *o)
             o->device = strcmp(optarg, "cuda") == 0;
             break;
         case 'm':
-            ok = strcmp(optarg, "median") == 0 || strcmp(optarg, "mean") == 0 ||
-                 strcmp(optarg, "loop") == 0;
-            o->mean = strcmp(optarg, "mean") == 0;
-            o->loop = strcmp(optarg, "loop") == 0;
+            ok = bt_parse_stat(optarg, &o->mean, &o->loop);
             break;
         case 'T':
             o->tune_path = optarg;

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool bt_parse_size(const char *s, size_t *out)
 {
@@ -39,6 +40,17 @@ static int bt_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+bool bt_parse_stat(const char *s, bool *mean_p, bool *loop_p)
+{
+    if (strcmp(s, "median") != 0 && strcmp(s, "mean") != 0 &&
+        strcmp(s, "loop") != 0) {
+        return false;
+    }
+    *mean_p = strcmp(s, "mean") == 0;
+    *loop_p = strcmp(s, "loop") == 0;
+    return true;
 }
 
 double bt_stat(double *times, int n, bool mean)

@@ -30,6 +30,10 @@ double bt_stat(double *times, int n, bool mean);
 int64_t bt_ar_input(int op, size_t i, int r, int n);
 int64_t bt_ar_expected(int op, size_t i, int n);
 
+/* -m's argument: median, mean or loop into *@mean_p and *@loop_p; false
+ * (both untouched) for anything else. */
+bool bt_parse_stat(const char *s, bool *mean_p, bool *loop_p);
+
 /* The "# time:" line that says which statistic the rows show: the loop's
  * time per call (-m loop), or the median or mean of the calls timed alone. */
 void bt_print_time_note(bool loop, bool mean);

@@ -108,8 +108,8 @@ typedef struct rp_ucx {
      * be queued in the worker. */
     bool owed;
     /* The shortest receive that may come by rendezvous: the threshold set
-     * below, else RP_UCX_OWED_MIN_BYTES. Over TCP (256 KiB) a flush after
-     * every 4 KiB-256 KiB collective cost a round trip for nothing: a
+     * below, else RP_UCX_OWED_MIN_BYTES. Over TCP (512 KiB) a flush after
+     * every 4 KiB-512 KiB collective cost a round trip for nothing: a
      * 4 KiB allreduce 5.3 -> 13.6 us, 64 KiB 19.9 -> 28.8. */
     size_t owed_min;
     rp_ucx_card_t card; /* this process's */
@@ -992,13 +992,19 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
      * rendezvous' zero-copy send wins back its round trip (eager copies
      * every byte through UCX's 8 KiB bounce buffers): with 1 MiB segments,
      * a threshold of 256 KiB gave 2.3-2.6 GB/s at 1-16 MiB against 1.3-1.7
-     * for "never". Unless the user set the threshold. */
+     * for "never". But a message of 256-511 KiB still pays the handshake
+     * and the flush's round trip for nothing (2 ranks over TCP, 3 rounds
+     * each, 256 KiB -> 512 KiB threshold: a 256 KiB broadcast 96-120 ->
+     * 62-79 us; 512 KiB, whose ring blocks are 256 KiB, allreduce 283-378
+     * -> 189-271 and allgather 158-192 -> 90-137; 512 KiB messages the
+     * same either way, 1 MiB unchanged). So rendezvous from 512 KiB.
+     * Unless the user set the threshold. */
     /* Within a node with more ranks than cores, each rendezvous handshake
      * waits for the peer to be scheduled: eager up to 64 KiB halved the
      * time of a 16 KiB allreduce at 4 ranks on 2 cores (31 -> 16 us) and
      * cut 64 KiB from 62 to 49 us, with 1 MiB unchanged. A local choice:
      * a receiver takes either protocol. */
-    /* But 256 KiB is only for links that are all TCP. To a peer on this
+    /* But 512 KiB is only for links that are all TCP. To a peer on this
      * host UCX sends through its shared-memory FIFO, and a ring segment
      * (128 KiB at 3+ ranks) sent eagerly there stalled the sender until
      * some later event woke it: under srun -N2 -n4 on the local cluster
@@ -1008,7 +1014,7 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
      * some of the traffic, 64 KiB, as for oversubscribed ranks. */
     shared = rp_ucx_may_share_host(bs, &why);
     if (rp_ucx_net_is_tcp(bs) && (rp_ucx_tls_tcp_only() || !shared)) {
-        rndv = "256k";
+        rndv = "512k";
     } else if (rp_ucx_net_is_tcp(bs) || rp_ucx_oversubscribed(bs)) {
         rndv = "64k";
     } else {

@@ -93,6 +93,22 @@ test_bench_mpirun_and_companions() {
             assert_contains "$out" "time: the iterations back to back, per call"
         fi
     done
+    # The floor over UCX: its own exchange between two ranks, a row per
+    # size (0 B included), every byte received checked; pairs only.
+    if [ -x "$LIBEXEC/ucx-exchange-bench" ]; then
+        for m in median loop; do
+            out=$(env -u SLURM_CONF mpirun --allow-run-as-root -np 2 --mca pml ob1 \
+                --mca btl self,vader -x UCX_TLS=tcp,self \
+                "$LIBEXEC/ucx-exchange-bench" -b 0 -e 64K -f 16 -n 50 -w 5 -m $m 2>&1) ||
+                fail "ucx-exchange-bench -m $m exited $?"
+            bench_ok "$out"
+            assert_eq "$(echo "$out" | grep -cE '^ +[0-9]+ +[0-9]+ +byte +none .* 0 +[0-9.]+ .* 0$')" 6
+        done
+        out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+            --mca pml ob1 --mca btl self,vader "$LIBEXEC/ucx-exchange-bench" -n 5 2>&1) &&
+            fail "ucx-exchange-bench ran with 3 ranks"
+        assert_contains "$out" "an even number of ranks"
+    fi
     out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
         "$LIBEXEC/ringpoint-barrier-bench" -n 100 -w 5 -m loop 2>&1) ||
         fail "ringpoint-barrier-bench -m loop exited $?"

@@ -88,9 +88,9 @@ test_srun_same_host_nodes_rendezvous() {
     local out
     # The slurmd "nodes" of this cluster share one host, so UCX reaches
     # them through shared memory: the transport must not take the TCP
-    # rendezvous threshold (256k), whose eager 128 KiB ring segments
+    # rendezvous threshold (512k), whose eager 128 KiB ring segments
     # stalled in UCX's shared-memory FIFO (issue 13: a restore's exchange
-    # 10x slower). With one rank per node too, and 256k where UCX_TLS
+    # 10x slower). With one rank per node too, and 512k where UCX_TLS
     # leaves TCP alone. Known from PMIx, not guessed from the node names:
     # the ranks of a node, and for a rank alone on its node the host names
     # the ranks traded (n1 and n2 are both this host).
@@ -111,7 +111,7 @@ test_srun_same_host_nodes_rendezvous() {
     out=$(UCX_TLS=tcp,self RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 \
         ringpoint-info 2>&1)
     echo "$out"
-    assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 256k')" 4
+    assert_eq "$(echo "$out" | grep -c 'UCX rendezvous from 512k')" 4
 }
 
 test_mpirun_same_host_from_pmix() {
