@@ -25,6 +25,8 @@
 #               MPI_Barrier); default allreduce. Allreduce runs 4 B-256 MiB,
 #               broadcast and allgather 4 B-16 MiB
 #   -G          no gloo
+#   -E SIZE     only sizes up to SIZE, one of 4, 16, ..., 256K (more rounds
+#               of the small rows, whose times swing between runs)
 #   -n ITERS    timed iterations of the 1 MiB-256 MiB rows (default 10,
 #               after 3 untimed; with -n, 1 untimed)
 #   -m STAT     median (default) of the per-call times, or loop: every
@@ -61,8 +63,9 @@ keep=
 quick=0
 nogloo=0
 large_iters=
+max_small=
 stat=median
-while getopts "r:p:B:l:C:Gn:m:o:qh" opt; do
+while getopts "r:p:B:l:C:GE:n:m:o:qh" opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     p) prefix=$OPTARG ;;
@@ -70,11 +73,12 @@ while getopts "r:p:B:l:C:Gn:m:o:qh" opt; do
     l) layouts=$OPTARG ;;
     C) colls=$OPTARG ;;
     G) nogloo=1 ;;
+    E) max_small=$OPTARG ;;
     n) large_iters=$OPTARG ;;
     m) stat=$OPTARG ;;
     o) keep=$OPTARG ;;
     q) quick=1; rounds=2 ;;
-    h) sed -n '2,46p' "$0"; exit 0 ;;
+    h) sed -n '2,48p' "$0"; exit 0 ;;
     *) exit 64 ;;
     esac
 done
@@ -130,6 +134,15 @@ if [ "$stat" = loop ]; then
     small="-b 4 -e 256K -f 4 -n 5000 -w 500 -m loop"
     large="$large -m loop"
     barrier="-n 20000 -w 1000 -m loop"
+fi
+
+if [ -n "$max_small" ]; then
+    case $max_small in
+    4|16|64|256|1K|4K|16K|64K|256K) ;;
+    *) echo "bench-allreduce: -E '$max_small': expected one of 4, 16, 64, 256, 1K, 4K, 16K, 64K, 256K" >&2; exit 64 ;;
+    esac
+    small=${small/-e 256K/-e $max_small}
+    large=
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rp-bench.XXXXXX")
@@ -263,6 +276,7 @@ one_coll() {
         rpb=("$before/libexec/ringpoint/ringpoint-barrier-bench")
     fi
     for range in "${ranges[@]}"; do
+        [ -n "$range" ] || continue
         # shellcheck disable=SC2086
         run "$layout" ringpoint "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
             ${rpenv[@]+"${rpenv[@]}"} "${rp[@]}" $range
@@ -281,18 +295,21 @@ one_coll() {
             run "$layout" ompi-ucx "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
                 "${UCX_PML[@]}" ${mpitcp[@]+"${mpitcp[@]}"} "$MPI_BENCH" -C "$coll" $range
         fi
-        # The floor over TCP: UCX's own exchange of the same bytes (a
-        # 2-rank allreduce below the ring's 8 KiB is one exchange of the
-        # buffer; a barrier one of nothing), MPI only to start it.
-        if [ "$layout" = tcp ] && [ -x "$UCX_XCHG" ] && [ "$range" != "$large" ]; then
-            local xr=
-            case $coll in
-            allreduce) xr=${range/-e 256K/-e 4K} ;;
-            barrier) xr="-b 0 -e 0 $range" ;;
+        # The floor over TCP: UCX's own exchange between the two ranks,
+        # MPI only to start it. A 2-rank allreduce below the ring's 8 KiB
+        # is one exchange of the buffer, a barrier one of nothing; from
+        # 1 MiB the ring exchanges half the buffer twice (the allgather
+        # once), so those rows (kept as "half") go up to 128 MiB.
+        if [ "$layout" = tcp ] && [ -x "$UCX_XCHG" ]; then
+            local xr='' xc=$coll
+            case $coll,$range in
+            allreduce,"$small") xr=${range/-e 256K/-e 4K}; xr=${xr/-e 64K/-e 4K}; xr=${xr/-e 16K/-e 4K} ;;
+            allreduce,"$large") xr=${range/-b 1M -e 256M/-b 512K -e 128M}; xc=half ;;
+            barrier,*) xr="-b 0 -e 0 $range" ;;
             esac
             if [ -n "$xr" ]; then
                 # shellcheck disable=SC2086
-                run "$layout" ucx-raw "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
+                run "$layout" ucx-raw "$xc" "$round" "${MPIRUN[@]}" "${np[@]}" \
                     --mca pml ob1 --mca btl self,vader "${mpitcp[@]}" "$UCX_XCHG" $xr
             fi
         fi
@@ -371,7 +388,7 @@ def rank(order, x):
     return order.index(x) if x in order else len(order)
 
 layouts = sorted({k[0] for k in d}, key=lambda x: rank(["np2", "np4", "tcp"], x))
-colls = sorted({k[1] for k in d}, key=lambda x: rank(["allreduce", "broadcast", "allgather", "barrier"], x))
+colls = sorted({k[1] for k in d} - {"half"}, key=lambda x: rank(["allreduce", "broadcast", "allgather", "barrier"], x))
 names = {"np2": "2 ranks, 1 node (shared memory)",
          "np4": "4 ranks on 2 cores (mpirun --oversubscribe)",
          "tcp": "2 ranks, UCX_TLS=tcp,self (inter-node emulation)"}
@@ -397,16 +414,26 @@ for c in colls:
             print(f"{human(s):>9} | {cell(rp)} | {cell(bf)} | {cell(om)} | {cell(ou)} |"
                   f" {ratio(rp, best(om, ou))} {ratio(rp, bf)} | {cell(rpi)} | {cell(gl)} |"
                   f" {ratio(rpi, gl)}")
-        floor = [s for s in sizes if med(l, c, "ucx-raw", s, "oop")]
+        def floor_of(s):
+            # One exchange of the buffer (small allreduce, barrier); from
+            # 1 MiB, of half the buffer: twice for the allreduce (the ring's
+            # two steps, no reduction counted), once for the allgather.
+            m = med(l, c, "ucx-raw", s, "oop")
+            h = med(l, "half", "ucx-raw", s // 2, "oop") if s >= 1 << 20 else None
+            if m is None and h is not None and c in ("allreduce", "allgather"):
+                m = (h[0] * (2 if c == "allreduce" else 1), h[1])
+            return m
+        floor = [s for s in sizes if floor_of(s)]
         if floor:
-            print(f"\n# the floor: UCX's own tagged exchange of the same bytes between the"
-                  f" two ranks (ucx-exchange-bench), same rounds; x = time / floor\n")
+            print(f"\n# the floor: UCX's own tagged exchange between the two ranks"
+                  f" (ucx-exchange-bench), same rounds: of the buffer up to 4 KiB, from 1 MiB of"
+                  f" half of it, {'twice' if c == 'allreduce' else 'once'}; x = time / floor\n")
             hdr = (f"{'size':>9} | {'UCX exchange':>12} | {'ringpoint':>9} {'x floor':>7} |"
                    f" {'ompi best':>9} {'x floor':>7}")
             print(hdr)
             print("-" * len(hdr))
             for s in floor:
-                fl = med(l, c, "ucx-raw", s, "oop")
+                fl = floor_of(s)
                 rp = med(l, c, "ringpoint", s, "oop")
                 ob = best(med(l, c, "ompi", s, "oop"), med(l, c, "ompi-ucx", s, "oop"))
                 def x(m):

@@ -18,7 +18,8 @@ import sys
 from collections import defaultdict
 
 TOOLS = [("ringpoint", "#d62728"), ("before", "#ff9896"), ("ompi", "#1f77b4"),
-         ("ompi-ucx", "#2ca02c"), ("gloo", "#9467bd")]
+         ("ompi-ucx", "#2ca02c"), ("gloo", "#9467bd"),
+         ("ucx-raw", "#7f7f7f")]  # UCX's own exchange: the floor over TCP
 LAYOUTS = {"np2": "2 ranks, 1 node", "np4": "4 ranks on 2 cores",
            "tcp": "2 ranks, UCX_TLS=tcp,self"}
 W, H, PAD = 360, 240, 48
@@ -116,7 +117,9 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: plot_bench.py ROWS.tsv OUT_PREFIX")
     d = load(sys.argv[1])
-    for coll in sorted({k[0] for k in d}):
+    # "half": ucx-exchange-bench at half the size, the floor over TCP that
+    # the script's summary derives; no plot of its own.
+    for coll in sorted({k[0] for k in d} - {"half"}):
         if not any(k[0] == coll and k[3] > 0 for k in d):
             continue  # a barrier: one size, nothing to draw
         svg = f"{sys.argv[2]}-{coll}.svg"
