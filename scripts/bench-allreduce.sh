@@ -433,11 +433,10 @@ for c in colls:
             print(hdr)
             print("-" * len(hdr))
             for s in floor:
-                fl = floor_of(s)
+                fl = floor_of(s)[0]
                 rp = med(l, c, "ringpoint", s, "oop")
                 ob = best(med(l, c, "ompi", s, "oop"), med(l, c, "ompi-ucx", s, "oop"))
-                def x(m):
-                    return (f"{'-':>9} {'-':>7}" if m is None
-                            else f"{m[0]:9.2f} {m[0] / fl[0]:7.2f}")
-                print(f"{human(s):>9} | {fl[0]:12.2f} | {x(rp)} | {x(ob)}")
+                x = [f"{'-':>9} {'-':>7}" if m is None else f"{m[0]:9.2f} {m[0] / fl:7.2f}"
+                     for m in (rp, ob)]
+                print(f"{human(s):>9} | {fl:12.2f} | {x[0]} | {x[1]}")
 EOF

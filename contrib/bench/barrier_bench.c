@@ -22,16 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* One round of @iters timed barriers: the statistic of the slowest rank's
  * times, or a negative value if a collective failed. */
@@ -46,13 +37,13 @@ static double run_round(rp_context_h ctx, int iters, int warmup, bool mean,
                 return -1;
             }
         }
-        t0 = now_us();
+        t0 = bt_now_us();
         for (int it = 0; it < iters; it++) {
             if (rp_barrier(ctx) != RP_OK) {
                 return -1;
             }
         }
-        times[0] = (now_us() - t0) / iters;
+        times[0] = (bt_now_us() - t0) / iters;
         if (rp_allreduce(ctx, times, times, 1, RP_DTYPE_FLOAT64,
                          RP_OP_MAX) != RP_OK) {
             return -1;
@@ -60,13 +51,13 @@ static double run_round(rp_context_h ctx, int iters, int warmup, bool mean,
         return times[0];
     }
     for (int it = 0; it < warmup + iters; it++) {
-        double t0 = now_us();
+        double t0 = bt_now_us();
 
         if (rp_barrier(ctx) != RP_OK) {
             return -1;
         }
         if (it >= warmup) {
-            times[it - warmup] = now_us() - t0;
+            times[it - warmup] = bt_now_us() - t0;
         }
     }
     if (rp_allreduce(ctx, times, times, (size_t)iters, RP_DTYPE_FLOAT64,

@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct bench {
@@ -40,14 +39,6 @@ typedef struct bench {
     ucp_ep_h ep;
     int rank, partner;
 } bench_t;
-
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* Poll until @req is done; false if it failed. */
 static bool wait_req(bench_t *b, ucs_status_ptr_t req)
@@ -93,9 +84,10 @@ static int setup(bench_t *b)
     ucp_worker_params_t wparams = {0};
     ucp_ep_params_t eparams = {0};
     ucp_address_t *addr;
-    size_t len, max_len = 0;
-    unsigned long mine;
-    char *all;
+    size_t len;
+    unsigned long mine, max_len = 0;
+    char *theirs;
+    int rc = -1;
 
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG;
@@ -108,28 +100,23 @@ static int setup(bench_t *b)
         ucp_worker_get_address(b->worker, &addr, &len) != UCS_OK) {
         return -1;
     }
+    /* Only the partner's address matters: a pairwise swap, into room for
+     * the longest. */
     mine = len;
     MPI_Allreduce(&mine, &max_len, 1, MPI_UNSIGNED_LONG, MPI_MAX,
                   MPI_COMM_WORLD);
-    all = calloc(2, max_len);
-    if (all == NULL) {
-        return -1;
+    theirs = malloc(max_len);
+    if (theirs != NULL) {
+        MPI_Sendrecv(addr, (int)len, MPI_BYTE, b->partner, 1, theirs,
+                     (int)max_len, MPI_BYTE, b->partner, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        eparams.address = (const ucp_address_t *)theirs;
+        rc = ucp_ep_create(b->worker, &eparams, &b->ep) == UCS_OK ? 0 : -1;
     }
-    memcpy(all + (size_t)(b->rank & 1) * max_len, addr, len);
-    /* Only the pair's two addresses matter: a pairwise swap. */
-    MPI_Sendrecv(addr, (int)len, MPI_BYTE, b->partner, 1,
-                 all + (size_t)(b->partner & 1) * max_len, (int)max_len,
-                 MPI_BYTE, b->partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    eparams.address = (const ucp_address_t *)(all + (size_t)(b->partner & 1) *
-                                                        max_len);
-    if (ucp_ep_create(b->worker, &eparams, &b->ep) != UCS_OK) {
-        free(all);
-        return -1;
-    }
+    free(theirs);
     ucp_worker_release_address(b->worker, addr);
-    free(all);
-    return 0;
+    return rc;
 }
 
 static void teardown(bench_t *b)
@@ -167,21 +154,21 @@ static double run_round(bench_t *b, size_t bytes, int iters, int warmup,
         }
     }
     if (loop) {
-        t0 = now_us();
+        t0 = bt_now_us();
         for (int it = 0; it < iters; it++) {
             if (!exchange(b, sbuf, rbuf, bytes, tag++)) {
                 return -1;
             }
         }
-        times[0] = (now_us() - t0) / iters;
+        times[0] = (bt_now_us() - t0) / iters;
         iters = 1;
     } else {
         for (int it = 0; it < iters; it++) {
-            t0 = now_us();
+            t0 = bt_now_us();
             if (!exchange(b, sbuf, rbuf, bytes, tag++)) {
                 return -1;
             }
-            times[it] = now_us() - t0;
+            times[it] = bt_now_us() - t0;
         }
     }
     for (size_t i = 0; i < bytes; i++) {

@@ -11,14 +11,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 /* ---- one row --------------------------------------------------------- */
 
 /* -G: buffer k of @groups gets a share of @count proportional to
@@ -140,14 +132,14 @@ static rp_status_t run_loop(const opts_t *o, rp_dtype_t t, rp_op_t op,
     if (st == RP_OK) {
         st = rp_barrier(g_ctx);
     }
-    t0 = now_us();
+    t0 = bt_now_us();
     for (int it = 0; st == RP_OK && it < o->iters; it++) {
         st = run_once(o, t, op, send, out, count, NULL);
     }
     if (st == RP_OK) {
         st = buf_sync(o);
     }
-    per = (now_us() - t0) / o->iters;
+    per = (bt_now_us() - t0) / o->iters;
     if (st == RP_OK) {
         st = rp_allreduce(g_ctx, &per, per_p, 1, RP_DTYPE_FLOAT64, RP_OP_MAX);
     }
@@ -210,12 +202,12 @@ void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
             res->failed = true;
             return;
         }
-        t0 = now_us();
+        t0 = bt_now_us();
         st = run_once(o, t, op, send, out, count, NULL);
         if (st == RP_OK) {
             st = buf_sync(o); /* device: until the GPU is done */
         }
-        t1 = now_us();
+        t1 = bt_now_us();
         if (st != RP_OK) {
             fprintf(stderr, "ringpoint-bench: rank %d: %s failed: %s\n",
                     g_rank, coll_name(o->coll), rp_status_string(st));
@@ -266,10 +258,10 @@ void calibrate(void)
     double t;
 
     for (;;) {
-        double t0 = now_us();
+        double t0 = bt_now_us();
 
         g_sink = compute(g_sink, n);
-        t = now_us() - t0;
+        t = bt_now_us() - t0;
         if (t > 20000) {
             break;
         }
@@ -303,7 +295,7 @@ static bool time_mode(const opts_t *o, int mode, rp_dtype_t t, rp_op_t op,
     for (int it = 0; it < o->warmup + o->iters; it++) {
         rp_request_h req = NULL;
         rp_status_t st = RP_OK;
-        double t0 = now_us();
+        double t0 = bt_now_us();
 
         if (mode != OV_COMPUTE) {
             st = run_once(o, t, op, pristine, buf, count, &req);
@@ -320,7 +312,7 @@ static bool time_mode(const opts_t *o, int mode, rp_dtype_t t, rp_op_t op,
             return false;
         }
         if (it >= o->warmup) {
-            times[it - o->warmup] = now_us() - t0;
+            times[it - o->warmup] = bt_now_us() - t0;
         }
     }
     return summarize(o, times, out);

@@ -30,6 +30,9 @@ double bt_stat(double *times, int n, bool mean);
 int64_t bt_ar_input(int op, size_t i, int r, int n);
 int64_t bt_ar_expected(int op, size_t i, int n);
 
+/* CLOCK_MONOTONIC in microseconds: what every tool times with. */
+double bt_now_us(void);
+
 /* -m's argument: median, mean or loop into *@mean_p and *@loop_p; false
  * (both untouched) for anything else. */
 bool bt_parse_stat(const char *s, bool *mean_p, bool *loop_p);
