@@ -172,4 +172,20 @@ test_torch_model_only_restore_load_state_dict_and_export() {
     assert_contains "$out" "is not a directory"
 }
 
+# A checkpoint whose metadata lies (right CRCs, shapes and dtypes that
+# do not match the regions the C verdict checked) is refused with an error
+# naming it, before anything is allocated; the cases and their properties
+# are in tests/python/state_dict_bounds.py.
+test_torch_load_state_dict_bounded_by_the_checkpoint() {
+    local dir=$RP_WORK/bounds.$$ out
+    rm -rf "$dir"; mkdir -p "$dir"
+    out=$(env -u SLURM_CONF /usr/bin/python3 "$top/tests/python/state_dict_bounds.py" "$dir" 2>&1) ||
+        { echo "$out"; fail "state_dict_bounds.py failed"; }
+    echo "$out"
+    assert_contains "$out" " 0 failed"
+    assert_contains "$out" "ok crafted: huge shape"
+    assert_contains "$out" "ok the honest checkpoint loads"
+    rm -rf "$dir"
+}
+
 run_all
