@@ -89,10 +89,11 @@ test_no_option_exports_nothing() {
 # plugin acts only on ringpoint steps. fds 0-2 are Slurm's own pipes; the
 # marker would sit above them. A step with an option has both (the
 # positive control: the listing would show it).
-marker_fds() { # SRUN_ARGS...: "var=... fds=..." of each task
-    srun "$@" sh -c 'l=; for f in /proc/$$/fd/*; do n=${f##*/}
-        [ "$n" -gt 2 ] && l="$l $n:$(readlink "$f")"; done
-        echo "var=${RINGPOINT_STEP_FD:-none} fds=$l"'
+marker_fds() { # SRUN_ARGS...: "var=..." of each task, and "fd N -> WHAT"
+    # for each of the task's fds above 2 (listed by a child, ls, so that
+    # the shell opens nothing of its own to look)
+    srun "$@" sh -c 'echo "var=${RINGPOINT_STEP_FD:-none}"; ls -l /proc/$$/fd' |
+        awk '/^var=/ { print; next } $(NF-1) == "->" && $(NF-2) > 2 { print "fd", $(NF-2), "->", $NF }'
 }
 test_plain_step_has_no_marker() {
     local out
