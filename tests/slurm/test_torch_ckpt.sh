@@ -24,6 +24,8 @@ export ARGS="--steps 60 --samples 512 --width 8 --batch 16 --log-every 0"
 export RINGPOINT_COLL_TIMEOUT=60s
 mkdir -p "$RP_WORK"
 cp "$top/tests/python/ckpt_cases.py" "$CASES"
+export BOUNDS="$RP_WORK/state_dict_bounds.py"
+cp "$top/tests/python/state_dict_bounds.py" "$BOUNDS"
 RP_TEST_TIMEOUT=240
 # Batch jobs of the example on the cluster (tests/lib/jobs.sh).
 export STEPS=150
@@ -179,7 +181,7 @@ test_torch_model_only_restore_load_state_dict_and_export() {
 test_torch_load_state_dict_bounded_by_the_checkpoint() {
     local dir=$RP_WORK/bounds.$$ out
     rm -rf "$dir"; mkdir -p "$dir"
-    out=$(env -u SLURM_CONF /usr/bin/python3 "$top/tests/python/state_dict_bounds.py" "$dir" 2>&1) ||
+    out=$(env -u SLURM_CONF /usr/bin/python3 "$BOUNDS" "$dir" 2>&1) ||
         { echo "$out"; fail "state_dict_bounds.py failed"; }
     echo "$out"
     assert_contains "$out" " 0 failed"
