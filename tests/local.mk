@@ -163,6 +163,10 @@ EXTRA_DIST += tests/tools/test_gpu_device.sh
 TESTS += tests/tools/test_layers.sh
 EXTRA_DIST += tests/tools/test_layers.sh
 
+# Every relative link of README.md and doc/*.md resolves (TAP).
+TESTS += tests/tools/test_doc_links.sh
+EXTRA_DIST += tests/tools/test_doc_links.sh
+
 # doc/scale.md's cost model refitted on doc/scale-data.csv: the held-out
 # predictions within its stated tolerances, every table, the plot (TAP).
 TESTS += tests/tools/test_scale_model.sh
