@@ -65,7 +65,14 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     /* The transport publishes its address before the one fence; a single
      * rank needs none (its collectives are local copies). */
     if (ctx->bootstrap->size > 1) {
-        status = rp__transport_create("ucx", ctx->bootstrap, &ctx->transport);
+        const rp__transport_settings_t tset = {
+            .peer_timeout_s = ctx->settings.peer_timeout_s,
+            .peer_errmode = ctx->settings.ucx_peer_errmode,
+            .oversubscribed = ctx->settings.coll_oversubscribed,
+        };
+
+        status = rp__transport_create("ucx", ctx->bootstrap, &tset,
+                                      &ctx->transport);
         if (status != RP_OK) {
             goto err_bootstrap;
         }

@@ -207,6 +207,15 @@ static void test_cross_checks(void **state)
     setenv("RINGPOINT_CKPT_TIMEOUT", "", 1); /* empty: unset, as ever */
     assert_int_equal(rp__settings_load(cfg), RP_OK);
     assert_int_equal(cfg->ckpt_timeout_s, 0);
+    setenv("RINGPOINT_PEER_TIMEOUT", "1m", 1);
+    assert_int_equal(rp__settings_load(cfg), RP_OK);
+    assert_int_equal(cfg->peer_timeout_s, 60);
+    setenv("RINGPOINT_PEER_TIMEOUT", "0", 1); /* the pings off */
+    assert_int_equal(rp__settings_load(cfg), RP_OK);
+    assert_int_equal(cfg->peer_timeout_s, 0);
+    unsetenv("RINGPOINT_PEER_TIMEOUT");
+    assert_int_equal(rp__settings_load(cfg), RP_OK);
+    assert_int_equal(cfg->peer_timeout_s, 20);
     setenv("RINGPOINT_LOG_LEVEL", "DEBUG", 1); /* words of any case */
     assert_int_equal(rp__settings_load(cfg), RP_OK);
     assert_int_equal(cfg->log_level, 3);
