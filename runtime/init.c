@@ -52,7 +52,14 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
         rp__log_set_level((rp_log_level_t)ctx->settings.log_level);
     }
     rp__fork_fds_note(&fds_before);
-    status = rp__bootstrap_init(single, &ctx->bootstrap);
+    {
+        const rp__bootstrap_settings_t bset = {
+            .timeout_s = ctx->settings.bootstrap_timeout_s,
+            .pmix_collect = ctx->settings.pmix_collect,
+        };
+
+        status = rp__bootstrap_init(single, &bset, &ctx->bootstrap);
+    }
     if (status != RP_OK) {
         goto err_free;
     }

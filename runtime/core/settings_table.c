@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include "core/settings.h"
+#include "bootstrap/bootstrap.h"
 #include "util/log.h"
 #include "util/parse.h"
 #include "util/str.h"
@@ -108,7 +109,8 @@ static const rp_set_entry_t rp_set_table[] = {
      "What the library writes to standard error.",
      RP_SF_EMPTY_UNSET | RP_SF_NOCASE},
     {"RINGPOINT_BOOTSTRAP_TIMEOUT", RP_SK_DURATION, RP_SF_U64,
-     RP_F(bootstrap_timeout_s), 0, 1, RP_DURATION_MAX_S, 0, NULL, 120, NULL,
+     RP_F(bootstrap_timeout_s), 0, 1, RP_DURATION_MAX_S, 0, NULL,
+     RP_BOOTSTRAP_TIMEOUT_DEFAULT_S, NULL,
      "2m", "a duration of at least 1s",
      "How long the PMIx exchange at start-up waits for a peer's data.", 0},
     {"RINGPOINT_PMIX_COLLECT", RP_SK_WORD, RP_SF_BOOL, RP_F(pmix_collect), 0,

@@ -123,7 +123,7 @@ static void test_uid_exchange_single(void **state)
     char k0[64], k1[64];
 
     (void)state;
-    assert_int_equal(rp__bootstrap_init(true, &bs), RP_OK);
+    assert_int_equal(rp__bootstrap_init(true, NULL, &bs), RP_OK);
     for (size_t i = 0; i < sizeof(uid); i++) {
         want[i] = (unsigned char)(i * 37 + 11);
     }
