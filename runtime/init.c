@@ -13,6 +13,7 @@
 #include "ckpt/engine.h"
 #include "coll/comm.h"
 #include "gpu/path.h"
+#include "reduce/reduce.h"
 #include "signal/signal.h"
 #include "util/log.h"
 
@@ -50,6 +51,13 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
      * (the plugin's, a tool's); the table has checked it by now. */
     if (rp__settings_given(&ctx->settings, "RINGPOINT_LOG_LEVEL")) {
         rp__log_set_level((rp_log_level_t)ctx->settings.log_level);
+    }
+    /* Every variant gives the same bits: one this CPU lacks is only
+     * noted, and the automatic choice stays. */
+    if (ctx->settings.reduce_isa != RP__REDUCE_ISA_AUTO &&
+        !rp__reduce_set_isa((rp__reduce_isa_t)ctx->settings.reduce_isa)) {
+        rp_info("RINGPOINT_REDUCE_ISA: this build or CPU lacks that variant; "
+                "using %s", rp__reduce_isa_name());
     }
     rp__fork_fds_note(&fds_before);
     {
