@@ -85,6 +85,13 @@ static void print_gpus(void)
 
 static int print_build(void)
 {
+    rp_settings_t *cfg = malloc(sizeof(*cfg));
+
+    /* The module rp_init would open (RINGPOINT_GPU_MODULE). */
+    if (cfg != NULL && rp__settings_load(cfg) == RP_OK) {
+        rp__gpu_module_set_path(cfg->gpu_module);
+    }
+    free(cfg);
     printf("ringpoint %s (library %s)\n", PACKAGE_VERSION, rp_version());
 #ifdef RP_SLURM_VERSION
     print_component("slurm", "SPANK plugin built against Slurm " RP_SLURM_VERSION);
