@@ -70,6 +70,15 @@ check "only runtime/init.c starts the layers (bootstrap, transport, collectives,
     xargs -0 -r grep -Hn -E '\brp__(bootstrap_init|transport_create|comm_create|gpu_init)[[:space:]]*\(' |
     grep -v -E '^runtime/(bootstrap/bootstrap|transport/transport|coll/comm|gpu/gpu)\.c:[0-9]+:rp_status_t ')"
 
+# Every RINGPOINT_* variable is read once, by the settings table at
+# rp_init (runtime/core/settings_table.c), and handed to the layers.
+# Exceptions: util/log.c's level (logged before any rp_init, by the plugin
+# too) and util/step_marker.h, the plugin's private channel to the
+# runtime, not a setting.
+check "only runtime/core/settings_table.c reads RINGPOINT_* variables" "$(grep -rnE '(secure_)?getenv[[:space:]]*\([[:space:]]*("RINGPOINT_|RP_[A-Z_]*_ENV)' runtime |
+    grep -v -e '^runtime/core/settings_table\.c:' -e '^runtime/util/log\.c:.*"RINGPOINT_LOG_LEVEL"' \
+        -e '^runtime/util/step_marker\.h:.*RP_STEP_MARKER_ENV')"
+
 # The Python package reaches the library only through the public API: every
 # function it declares to ctypes is one the public headers declare.
 check "python/ringpoint declares only functions of include/ringpoint" "$(
