@@ -46,4 +46,5 @@ uninstall-hook: uninstall-python-hook
 # The PyTorch example job (the demo's, with Checkpoint) is installed beside
 # the C examples; its tests run it from the source tree.
 dist_examples_DATA += contrib/examples/train_torch.py
-EXTRA_DIST += tests/python/ckpt_cases.py tests/slurm/test_torch_ckpt.sh
+EXTRA_DIST += tests/python/ckpt_cases.py tests/python/state_dict_bounds.py \
+	tests/slurm/test_torch_ckpt.sh

@@ -7,9 +7,10 @@
 #
 # Needs the local cluster up with the plugin (scripts/cluster.sh up -p ...;
 # its RP_CLUSTER_DIR), and ringpoint installed under RP_PREFIX (default
-# /usr/local). For its run it adds requeue_failed=yes to the cluster's
-# plugstack.conf (a killed rank or node must bring the job back) and puts
-# the original back at the end.
+# /usr/local). For its run it adds requeue_failed=yes (a killed rank or
+# node must bring the job back) and max_requeues=20 (a trial may come back
+# more often than the default 3 allows) to the cluster's plugstack.conf,
+# and puts the original back at the end.
 #
 # Each trial draws its shape from its own seed: 2 to 4 nodes (as many as
 # the cluster has), 3 to 2 x nodes ranks (at most 8), sync or async
@@ -165,7 +166,7 @@ restore() {
 }
 trap restore EXIT
 trap 'exit 143' TERM INT
-echo "required $plugin requeue_failed=yes" >"$plugstack"
+echo "required $plugin requeue_failed=yes max_requeues=20" >"$plugstack"
 
 # The checkpoints go to the small tmpfs when there is one (enospc needs
 # it); else next to the output.

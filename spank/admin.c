@@ -118,8 +118,8 @@ rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
                 goto err_value;
             }
         } else if (rp_key_is(arg, keylen, "max_requeues")) {
-            if (rp__parse_uint(value, 0, RP_SPANK_REQUEUE_LIMIT,
-                               &admin->max_requeues, why,
+            /* Slurm counts restarts in 32 bits. */
+            if (rp__parse_uint(value, 0, UINT32_MAX, &admin->max_requeues, why,
                                sizeof(why)) != RP_OK) {
                 goto err_value;
             }
@@ -158,6 +158,12 @@ rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
         return RP_ERR_INVALID_ARG;
     }
     return RP_OK;
+}
+
+uint64_t rp__spank_admin_max_requeues(const rp_spank_admin_t *admin)
+{
+    return admin->has_max_requeues ? admin->max_requeues
+                                   : RP_SPANK_DEFAULT_MAX_REQUEUES;
 }
 
 rp_status_t rp__spank_admin_check_interval(const rp_spank_admin_t *admin,

@@ -16,9 +16,11 @@
 
 /* Bounds when the site sets none. */
 #define RP_SPANK_KEEP_LIMIT     1000000
-#define RP_SPANK_REQUEUE_LIMIT  1000
-/* What a bare --ckpt-requeue means when the site sets no max_requeues. */
-#define RP_SPANK_DEFAULT_REQUEUES 3
+/* max_requeues when the site sets none: the one requeue ceiling, both the
+ * largest --ckpt-requeue=MAX a job may ask for and what a bare
+ * --ckpt-requeue (or none) means. The admin guide documents this value; a
+ * site that wants longer chains raises max_requeues. */
+#define RP_SPANK_DEFAULT_MAX_REQUEUES 3
 
 /* How a job that stopped (or failed, with requeue_failed) is brought back. */
 typedef enum rp_spank_requeue_how {
@@ -51,6 +53,10 @@ typedef struct rp_spank_admin {
 rp_status_t rp__spank_admin_parse(int argc, char *const argv[],
                                   rp_spank_admin_t *admin, char *err,
                                   size_t errlen);
+
+/* The site's requeue ceiling: max_requeues, or RP_SPANK_DEFAULT_MAX_REQUEUES
+ * when plugstack.conf sets none. */
+uint64_t rp__spank_admin_max_requeues(const rp_spank_admin_t *admin);
 
 /* Apply the site bounds to a user's interval. 0 (only on a signal) is always
  * allowed: it never writes more often than the user could by hand. */

@@ -102,20 +102,21 @@ static rp_status_t rp_resolve_requeue(const rp_resolve_ctx_t *rc,
                                       const char *text, char *out, size_t len,
                                       char *why, size_t whylen)
 {
-    uint64_t max = rp_spank_admin.has_max_requeues ? rp_spank_admin.max_requeues
-                                                   : RP_SPANK_REQUEUE_LIMIT;
+    uint64_t max = rp__spank_admin_max_requeues(&rp_spank_admin);
     uint64_t n;
 
     (void)rc;
     if (*text == '\0') { /* a bare --ckpt-requeue */
-        n = rp_spank_admin.has_max_requeues ? rp_spank_admin.max_requeues
-                                            : RP_SPANK_DEFAULT_REQUEUES;
+        n = max;
     } else if (rp__parse_uint(text, 0, UINT64_MAX, &n, why, whylen) != RP_OK) {
         return RP_ERR_INVALID_ARG;
     }
     if (n > max) {
         snprintf(why, whylen, "%" PRIu64 " is above this site's maximum of %"
-                 PRIu64 " requeues", n, max);
+                 PRIu64 " requeues%s", n, max,
+                 rp_spank_admin.has_max_requeues
+                     ? ""
+                     : " (the default of max_requeues in plugstack.conf)");
         return RP_ERR_INVALID_ARG;
     }
     snprintf(out, len, "%" PRIu64, n);

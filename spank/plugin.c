@@ -71,10 +71,14 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         rp_step_refused = true;
         return 0;
     }
+    /* Only a ringpoint step (an option or a RINGPOINT_* setting of the
+     * user's) gets the job's limits and the stop marker: any other step
+     * keeps its environment and its fds as Slurm made them, and its exit
+     * 75 means nothing to the plugin. */
     if (rp__spank_options_requested()) {
         rp__spank_job_limits_export(sp);
+        rp__spank_requeue_step_init(sp);
     }
-    rp__spank_requeue_step_init(sp);
     return 0;
 }
 

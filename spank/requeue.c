@@ -24,8 +24,9 @@
 static bool rp_task_stopped;
 static bool rp_task_failed;
 
-/* The step's marker pipe; -1: none (not the first node, requeue=off, or
- * pipe2 failed: then no stop is requeued, which is the safe side). */
+/* The step's marker pipe; -1: none (not a ringpoint step, not the first
+ * node, requeue=off, or pipe2 failed: then no stop is requeued, which is
+ * the safe side). */
 static int rp_marker_fd[2] = {-1, -1};
 
 void rp__spank_requeue_step_init(spank_t sp)

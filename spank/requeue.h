@@ -55,8 +55,8 @@ struct rp_spank_admin;
 uint64_t rp__requeue_max(const char *job_text,
                          const struct rp_spank_admin *admin);
 
-/* slurm_spank_user_init, in slurmstepd: open the step's marker pipe
- * (util/step_marker.h) on the step's first node. */
+/* slurm_spank_user_init, in slurmstepd, for a ringpoint step only: open the
+ * step's marker pipe (util/step_marker.h) on the step's first node. */
 void rp__spank_requeue_step_init(spank_t sp);
 
 /* slurm_spank_task_init, in each task before it executes: hand it the

@@ -49,14 +49,12 @@ rp_requeue_verdict_t rp__requeue_decide(const rp_job_view_t *job, uint64_t max,
 
 uint64_t rp__requeue_max(const char *job_text, const rp_spank_admin_t *admin)
 {
-    uint64_t limit = admin->has_max_requeues ? admin->max_requeues
-                                             : RP_SPANK_REQUEUE_LIMIT;
+    uint64_t limit = rp__spank_admin_max_requeues(admin);
     uint64_t n;
 
     if (job_text != NULL &&
         rp__parse_uint(job_text, 0, UINT64_MAX, &n, NULL, 0) == RP_OK) {
         return n < limit ? n : limit;
     }
-    return admin->has_max_requeues ? admin->max_requeues
-                                   : RP_SPANK_DEFAULT_REQUEUES;
+    return limit;
 }

@@ -18,6 +18,8 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_coll_tune tests/unit/test_reduce
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
+# The unit tests' shared random data (header only).
+EXTRA_DIST += tests/unit/test_rng.h
 
 tests_unit_test_parse_SOURCES = tests/unit/test_parse.c
 tests_unit_test_parse_CPPFLAGS = $(UNIT_CPPFLAGS)
@@ -73,7 +75,8 @@ tests_unit_test_ckpt_dir_LDFLAGS = $(UNIT_LINKFLAGS)
 
 # The requeue policy is the plugin's; it needs no Slurm to test. The
 # header it includes pulls in spank.h, which only declares.
-tests_unit_test_requeue_SOURCES = tests/unit/test_requeue.c spank/requeue_policy.c
+tests_unit_test_requeue_SOURCES = tests/unit/test_requeue.c spank/requeue_policy.c \
+	spank/admin.c
 tests_unit_test_requeue_CPPFLAGS = $(UNIT_CPPFLAGS) $(SLURM_CPPFLAGS)
 tests_unit_test_requeue_LDADD = $(UNIT_LIBS)
 tests_unit_test_requeue_LDFLAGS = $(UNIT_LINKFLAGS)
@@ -166,6 +169,10 @@ EXTRA_DIST += tests/tools/test_gpu_device.sh
 # what the library and the plugin may link (TAP).
 TESTS += tests/tools/test_layers.sh
 EXTRA_DIST += tests/tools/test_layers.sh
+
+# Every relative link of README.md and doc/*.md resolves (TAP).
+TESTS += tests/tools/test_doc_links.sh
+EXTRA_DIST += tests/tools/test_doc_links.sh
 
 # doc/scale.md's cost model refitted on doc/scale-data.csv: the held-out
 # predictions within its stated tolerances, every table, the plot (TAP).

@@ -174,8 +174,8 @@ rp_status_t rp__gpu_bind_resolve(const rp__gpu_env_t *env,
      * as under mpirun), or a step given fewer GPUs on this node than it
      * has tasks (srun --gpus=1 -n2), the tasks would share a GPU, which
      * NCCL refuses only when the communicator is made ("Duplicate GPU"):
-     * say so here, naming the variables. Measured on an H100 with mpirun
-     * -np 2: before this check, NCCL's error at the first collective. */
+     * say so here, naming the variables, rather than leave the tasks to
+     * fail at their first collective with NCCL's error. */
     if (per_task == 0 && env->visible < env->local_size &&
         (env->cuda_visible_devices == NULL ||
          (slurm_listed >= 0 && slurm_listed < env->local_size))) {

@@ -95,9 +95,9 @@ static rp_status_t rp_gpu_where(rp_context_h ctx, const rp__coll_args_t *a,
     rp_status_t rc = RP_OK;
 
     if (!rp__gpu_probe_driver()) {
-        /* No driver loaded: every buffer is host memory. The probe asks
-         * the loader (its lock, 40 ns) once here, not per buffer: that
-         * was a quarter of a 4-byte broadcast on 2 ranks. */
+        /* No driver loaded: every buffer is host memory. The probe takes
+         * the loader's lock, so it asks once here, not per buffer: per
+         * buffer it was a large share of a small host collective. */
         *device_p = false;
         return RP_OK;
     }

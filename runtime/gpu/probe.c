@@ -28,8 +28,8 @@ typedef int (*rp_cu_ptr_attr_fn)(void *data, int attribute,
 static _Atomic(rp_cu_ptr_attr_fn) rp_pr_fn;
 /* dl_iterate_phdr's count of objects ever loaded, when the driver was last
  * found missing: asking dlopen again is worth it only once it changed.
- * (dlopen with RTLD_NOLOAD still searches the library path: 8 failed
- * openat calls, 34 us on every host collective, measured.) */
+ * (dlopen with RTLD_NOLOAD still searches the library path, a series of
+ * failed openat calls that every host collective would pay.) */
 static _Atomic unsigned long long rp_pr_adds_seen = ~0ull;
 
 static int rp_pr_adds_cb(struct dl_phdr_info *info, size_t size, void *arg)

@@ -34,7 +34,7 @@ static uint64_t rp_nc_now_ms(void)
 /* Spin briefly, then sleep a little: a wait for a GPU is short or long. */
 static void rp_nc_pause(unsigned *polls)
 {
-    struct timespec ts = {0, 50000}; /* 50 us */
+    struct timespec ts = {0, 50000}; /* short against a kernel; frees the core */
 
     if (++*polls > 100) {
         nanosleep(&ts, NULL);

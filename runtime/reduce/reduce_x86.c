@@ -22,10 +22,11 @@
 #define RP_VBYTES 32
 #include "reduce/simd.h"
 
-/* bf16 binary kernels work on 128 elements (16 float vectors) per block.
- * With the default 32, bf16 SUM ran at 4 GB/s on 64 MiB buffers against
- * 9-10 GB/s with this (in cache ~19 either way). fp16 is fastest with the
- * default, so it keeps it. Found by measurement, not by theory. */
+/* bf16 binary kernels work on 128 elements (16 float vectors) per block:
+ * with the default 32, bf16 SUM on buffers larger than the cache ran at
+ * less than half the speed (in cache the two tie; doc/benchmarks.md,
+ * "Reduction kernels"). fp16 is fastest with the default, so it keeps it.
+ * Found by measurement, not by theory. */
 #define RP_BF16_NV 16
 
 #define RP_KTABLE rp__reduce_kernels_avx2
@@ -48,8 +49,8 @@ static inline rp_vh rp_k_f32_to_f16(rp_vf f)
  * vcvtneps2bf16 treats subnormal inputs as zero, so it would not match the
  * other variants anyway). These are
  * simd.h's integer algorithms in intrinsics: GCC widens and narrows 16-bit
- * vector-extension lanes with clumsy shuffle sequences, and this is ~2x
- * faster. Same bits, checked by the unit tests. */
+ * vector-extension lanes with clumsy shuffle sequences, which these
+ * intrinsics avoid. Same bits, checked by the unit tests. */
 static inline rp_vf rp_k_bf16_to_f32(rp_vh h)
 {
     return (rp_vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32((__m128i)h), 16);
@@ -74,8 +75,8 @@ static inline rp_vh rp_k_f32_to_bf16(rp_vf x)
 
 /* NaN check for the canonicalisation fix-up: one unordered compare covers
  * two vectors, and vtestps reads the mask without leaving the vector unit.
- * It runs once per block on every float SUM/PROD, so it matters (fp16 SUM in
- * cache: 42 GB/s with the portable check, ~70 with this). */
+ * It runs once per block on every float SUM/PROD, so in cache the portable
+ * check is a large part of fp16 SUM's time (doc/benchmarks.md). */
 #define RP_K_HAVE_ANY_NAN 1
 
 static inline int rp_k_any_nan_f32(const rp_vf *r, size_t nv)

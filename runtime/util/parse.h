@@ -15,7 +15,8 @@
 /* The longest value any RINGPOINT_* setting may have, in bytes. The plugin
  * in srun, the plugin in slurmstepd and the runtime apply this one limit
  * (the parsers below refuse longer text), so a value cannot be refused on
- * one side and read on another (issue 15: 4100 leading zeros). */
+ * one side and read on another (a number padded with thousands of leading
+ * zeros is still a number to a lenient parser). */
 #define RP_VALUE_MAX_LEN 4095
 
 /* Longest duration accepted: 366 days. A checkpoint interval beyond a year

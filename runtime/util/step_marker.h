@@ -5,7 +5,7 @@
  * before SIGKILL, the previous one was kept). The plugin requeues a job
  * whose task exited RP_EXIT_STOPPED only when this marker came: exit 75
  * alone is EX_TEMPFAIL, used by many programs that never heard of
- * ringpoint (issue 15).
+ * ringpoint, and those must not be requeued on its account.
  *
  * The channel is a pipe that slurmstepd creates for the step: no file and
  * no path, because slurmstepd runs as root and must not open what a user

@@ -47,8 +47,7 @@ static void check_limits(const rp_spank_admin_t *a)
 
     FUZZ_CHECK(a->max_keep <= RP_SPANK_KEEP_LIMIT, "max_keep %" PRIu64,
                a->max_keep);
-    FUZZ_CHECK(!a->has_max_requeues ||
-                   a->max_requeues <= RP_SPANK_REQUEUE_LIMIT,
+    FUZZ_CHECK(!a->has_max_requeues || a->max_requeues <= UINT32_MAX,
                "max_requeues %" PRIu64, a->max_requeues);
     FUZZ_CHECK(a->min_interval_s <= RP_DURATION_MAX_S &&
                    a->default_interval_s <= RP_DURATION_MAX_S,
@@ -162,8 +161,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    RP_OK && admin_equal(&a, &b),
                "the settings written back do not parse the same (%s)", err);
     max = rp__requeue_max(job, &a);
-    FUZZ_CHECK(max <= (a.has_max_requeues ? a.max_requeues
-                                          : RP_SPANK_REQUEUE_LIMIT),
+    FUZZ_CHECK(max <= rp__spank_admin_max_requeues(&a) &&
+                   (a.has_max_requeues ||
+                    max <= RP_SPANK_DEFAULT_MAX_REQUEUES),
                "job '%s' allowed %" PRIu64 " requeues", job, max);
     for (uint64_t s = 0; s < 3; s++) {
         uint64_t x = s == 0 ? 0 : s == 1 ? a.min_interval_s

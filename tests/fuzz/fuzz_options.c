@@ -320,8 +320,7 @@ static void check_runtime(const rp_spank_admin_t *admin)
         FUZZ_CHECK(rp__parse_uint(x, 0, UINT64_MAX, &v, NULL, 0) == RP_OK &&
                        v == cfg.ckpt_requeue && cfg.ckpt_requeue_set,
                    "requeue '%s'", x);
-        FUZZ_CHECK(v <= (admin->has_max_requeues ? admin->max_requeues
-                                                  : RP_SPANK_REQUEUE_LIMIT),
+        FUZZ_CHECK(v <= rp__spank_admin_max_requeues(admin),
                    "requeue %llu over the site's maximum",
                    (unsigned long long)v);
     }

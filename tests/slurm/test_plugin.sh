@@ -85,6 +85,28 @@ test_no_option_exports_nothing() {
     assert_eq "$out" "[unset]"
 }
 
+# A plain step gets neither the stop marker's variable nor its pipe: the
+# plugin acts only on ringpoint steps. fds 0-2 are Slurm's own pipes; the
+# marker would sit above them. A step with an option has both (the
+# positive control: the listing would show it).
+marker_fds() { # SRUN_ARGS...: "var=..." of each task, and "fd N -> WHAT"
+    # for each of the task's fds above 2 (listed by a child, ls, so that
+    # the shell opens nothing of its own to look)
+    srun "$@" sh -c 'echo "var=${RINGPOINT_STEP_FD:-none}"; ls -l /proc/$$/fd' |
+        awk '/^var=/ { print; next } $(NF-1) == "->" && $(NF-2) > 2 { print "fd", $(NF-2), "->", $NF }'
+}
+test_plain_step_has_no_marker() {
+    local out
+    out=$(marker_fds -N2 -n2)
+    echo "plain: $out"
+    assert_eq "$(grep -c 'var=none' <<<"$out")" 2 "tasks without RINGPOINT_STEP_FD"
+    case $out in *pipe:*) fail "a pipe fd leaked into a plain step: $out" ;; esac
+    out=$(marker_fds -N1 --ckpt-interval=0)
+    echo "ringpoint step: $out"
+    case $out in *var=none*) fail "no RINGPOINT_STEP_FD in a ringpoint step: $out" ;; esac
+    assert_contains "$out" "pipe:" "the marker pipe of a ringpoint step"
+}
+
 test_bad_environment_value_refused_at_submit() {
     local out
     out=$(RINGPOINT_CKPT_INTERVAL=soon expect_refused RINGPOINT_CKPT_INTERVAL srun -N1)
@@ -163,7 +185,18 @@ test_job_limits_reach_the_first_node() {
 test_bare_requeue_and_no_requeue() {
     assert_eq "$(srun -N1 --ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "3"
     assert_eq "$(srun -N1 --no-ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "0"
-    expect_refused "contradict" srun -N1 --no-ckpt-requeue --ckpt-requeue=5 >/dev/null
+    expect_refused "contradict" srun -N1 --no-ckpt-requeue --ckpt-requeue=2 >/dev/null
+}
+
+# No max_requeues in plugstack.conf: the admin guide's default of 3 is the
+# ceiling, at submit time and through the environment alike.
+test_default_requeue_ceiling() {
+    local out
+    assert_eq "$(srun -N1 --ckpt-requeue=3 printenv RINGPOINT_CKPT_REQUEUE)" "3"
+    out=$(expect_refused "--ckpt-requeue=4" srun -N1 --ckpt-requeue=4)
+    assert_contains "$out" "maximum of 3 requeues"
+    out=$(RINGPOINT_CKPT_REQUEUE=1000 expect_refused RINGPOINT_CKPT_REQUEUE srun -N1)
+    assert_contains "$out" "maximum of 3 requeues"
 }
 
 test_bad_options_refused_before_any_task() {

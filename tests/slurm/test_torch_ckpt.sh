@@ -24,6 +24,8 @@ export ARGS="--steps 60 --samples 512 --width 8 --batch 16 --log-every 0"
 export RINGPOINT_COLL_TIMEOUT=60s
 mkdir -p "$RP_WORK"
 cp "$top/tests/python/ckpt_cases.py" "$CASES"
+export BOUNDS="$RP_WORK/state_dict_bounds.py"
+cp "$top/tests/python/state_dict_bounds.py" "$BOUNDS"
 RP_TEST_TIMEOUT=240
 # Batch jobs of the example on the cluster (tests/lib/jobs.sh).
 export STEPS=150
@@ -170,6 +172,22 @@ test_torch_model_only_restore_load_state_dict_and_export() {
     out=$(env -u SLURM_CONF /usr/bin/python3 -m ringpoint.torch.export "$RP_WORK/none.$$" x.pt 2>&1) &&
         fail "export of a missing directory succeeded"
     assert_contains "$out" "is not a directory"
+}
+
+# A checkpoint whose metadata lies (right CRCs, shapes and dtypes that
+# do not match the regions the C verdict checked) is refused with an error
+# naming it, before anything is allocated; the cases and their properties
+# are in tests/python/state_dict_bounds.py.
+test_torch_load_state_dict_bounded_by_the_checkpoint() {
+    local dir=$RP_WORK/bounds.$$ out
+    rm -rf "$dir"; mkdir -p "$dir"
+    out=$(env -u SLURM_CONF /usr/bin/python3 "$BOUNDS" "$dir" 2>&1) ||
+        { echo "$out"; fail "state_dict_bounds.py failed"; }
+    echo "$out"
+    assert_contains "$out" " 0 failed"
+    assert_contains "$out" "ok crafted: huge shape"
+    assert_contains "$out" "ok the honest checkpoint loads"
+    rm -rf "$dir"
 }
 
 run_all

@@ -120,7 +120,12 @@ static void test_keep_requeue_roots(void **state)
     size_t i;
 
     (void)state;
+    /* Without the key, the ceiling is the admin guide's default. */
+    assert_int_equal(parse(0, argv, &a, err, sizeof(err)), RP_OK);
+    assert_false(a.has_max_requeues);
+    assert_int_equal(rp__spank_admin_max_requeues(&a), 3);
     assert_int_equal(parse(3, argv, &a, err, sizeof(err)), RP_OK);
+    assert_int_equal(rp__spank_admin_max_requeues(&a), 0);
     assert_int_equal(a.max_keep, 5);
     assert_true(a.has_max_requeues);
     assert_int_equal(a.max_requeues, 0);

@@ -31,6 +31,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/shard.h"
 #include "ckpt/write_local.h"
+#include "test_rng.h"
 
 #define TEST_WORLD    4u
 #define TEST_CHUNK    4096u
@@ -45,27 +46,6 @@ typedef struct test_ctx {
     unsigned char *mine[TEST_WORLD];
 } test_ctx_t;
 
-static uint64_t test_rng_state = 0xD1B54A32D192ED03ull;
-
-static uint64_t test_rng(void)
-{
-    uint64_t x = test_rng_state;
-
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    test_rng_state = x;
-    return x;
-}
-
-static void test_fill(unsigned char *p, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        p[i] = (unsigned char)test_rng();
-    }
-}
 
 static void test_free_ctx(test_ctx_t *t)
 {
@@ -757,5 +737,6 @@ int main(void)
                                         test_teardown),
     };
 
+    test_rng_seed(0xD1B54A32D192ED03ull);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

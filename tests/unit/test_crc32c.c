@@ -17,29 +17,8 @@
 #include <time.h>
 
 #include "ckpt/crc32c.h"
+#include "test_rng.h"
 
-/* Deterministic generator so failures reproduce. */
-static uint64_t test_rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t test_rng(void)
-{
-    uint64_t x = test_rng_state;
-
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    test_rng_state = x;
-    return x;
-}
-
-static void test_fill(unsigned char *buf, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        buf[i] = (unsigned char)test_rng();
-    }
-}
 
 /* Bit-at-a-time reference, written from the definition, shares no code or
  * tables with the engines under test. */

@@ -19,19 +19,8 @@
 #include "ckpt/manifest.h"
 #include "ckpt/manifest_int.h"
 #include "ckpt/shard.h"
+#include "test_rng.h"
 
-static uint64_t test_rng_state = 0x2545F4914F6CDD1Dull;
-
-static uint64_t test_rng(void)
-{
-    uint64_t x = test_rng_state;
-
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    test_rng_state = x;
-    return x;
-}
 
 /* ---- stripes ----------------------------------------------------------- */
 
@@ -814,5 +803,6 @@ int main(void)
         cmocka_unit_test(test_manifest_fuzz),
     };
 
+    test_rng_seed(0x2545F4914F6CDD1Dull);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include "ringpoint/types.h"
 #include "reduce/half.h"
 #include "reduce/reduce.h"
+#include "test_rng.h"
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -59,21 +60,6 @@ static size_t esize(rp_dtype_t dt)
     }
 }
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static void rng_seed(uint64_t s)
-{
-    rng_state = s ? s : 1;
-}
-
-static uint64_t rng(void)
-{
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
 
 static uint32_t f32_bits(float f)
 {
@@ -383,7 +369,7 @@ static void gen(rp_dtype_t dt, void *buf, size_t n)
     unsigned char *p = buf;
 
     for (size_t i = 0; i < n; i++) {
-        uint64_t r = rng();
+        uint64_t r = test_rng();
         unsigned pick = (unsigned)(r % 100);
         switch (dt) {
         case RP_DTYPE_UINT8: {
@@ -405,7 +391,7 @@ static void gen(rp_dtype_t dt, void *buf, size_t n)
         }
         case RP_DTYPE_INT64: {
             static const int64_t ext[] = {INT64_MIN, INT64_MAX, -1, 0, 1, 4294967296LL};
-            int64_t v = (int64_t)(r ^ (rng() << 1));
+            int64_t v = (int64_t)(r ^ (test_rng() << 1));
             if (pick < 15)
                 v = ext[pick % 6];
             else if (pick < 60)
@@ -449,7 +435,7 @@ static void gen(rp_dtype_t dt, void *buf, size_t n)
             else if (pick < 6)
                 v = special64[(r >> 8) % (sizeof special64 / sizeof special64[0])];
             else if (pick < 20)
-                v = r ^ (rng() >> 3);
+                v = r ^ (test_rng() >> 3);
             else
                 v = f64_bits((double)((int64_t)(r >> 32) % 2000001 - 1000000) / 977.0);
             memcpy(p + 8 * i, &v, 8);
@@ -472,7 +458,7 @@ static void gen_pair(rp_dtype_t dt, void *a, void *b, size_t n)
     gen(dt, a, n);
     gen(dt, b, n);
     for (size_t i = 0; i < n; i++) {
-        unsigned pick = (unsigned)(rng() % 100);
+        unsigned pick = (unsigned)(test_rng() % 100);
         if (pick < 10) {
             memcpy(pb + i * esz, pa + i * esz, esz);
         } else if (pick < 20 && dt != RP_DTYPE_UINT8 && dt != RP_DTYPE_INT32 &&
@@ -706,7 +692,7 @@ static void test_binop_all(void **state)
             for (int o = 0; o < RP_OP_COUNT; o++) {
                 for (size_t c = 0; c < NCOUNTS; c++) {
                     size_t n = counts[c];
-                    rng_seed(1000003u * (uint64_t)(d + 1) + 7919u * (uint64_t)(o + 1) + n);
+                    test_rng_seed(1000003u * (uint64_t)(d + 1) + 7919u * (uint64_t)(o + 1) + n);
                     gen_pair(dt, a, b, n);
                     for (size_t oi = 0; oi < 3; oi++)
                         for (int m = 0; m < M_COUNT; m++)
@@ -1112,7 +1098,7 @@ static void test_scale_all(void **state)
                     char ctx[128];
                     snprintf(ctx, sizeof ctx, "%s scale %s n=%zu nranks=%d off=%zu",
                              rp__reduce_isa_name(), rp_dtype_name(dt), n, nranks[r], off);
-                    rng_seed(31u * n + (uint64_t)d);
+                    test_rng_seed(31u * n + (uint64_t)d);
                     gen(dt, src, n);
                     memcpy(want, src, n * esz);
                     for (size_t i = 0; i < n; i++)
@@ -1158,7 +1144,7 @@ static void test_acc_f32(void **state)
                     snprintf(ctx, sizeof ctx, "%s acc_f32 %s %s n=%zu off=%zu",
                              rp__reduce_isa_name(), rp_dtype_name(st), rp_op_name((rp_op_t)o),
                              n, off);
-                    rng_seed(77u * n + 5u * si + (uint64_t)o);
+                    test_rng_seed(77u * n + 5u * si + (uint64_t)o);
                     gen(RP_DTYPE_FLOAT32, acc, n);
                     gen(st, src, n);
                     for (size_t i = 0; i < n; i++) {
@@ -1446,7 +1432,7 @@ static void test_conversion_counts(void **state)
     assert_non_null(fdst);
     assert_non_null(hsrc);
     assert_non_null(hdst);
-    rng_seed(4242);
+    test_rng_seed(4242);
     gen(RP_DTYPE_FLOAT32, fsrc, MAXN + 1);
     gen(RP_DTYPE_FLOAT16, hsrc, MAXN + 1);
     for (size_t k = 0; k < NISAS; k++) {
@@ -1512,7 +1498,7 @@ static void test_bit_identity(void **state)
         size_t esz = esize(dt);
         for (int o = 0; o < RP_OP_COUNT; o++) {
             bool have_first = false;
-            rng_seed(99u + 13u * (uint64_t)d + (uint64_t)o);
+            test_rng_seed(99u + 13u * (uint64_t)d + (uint64_t)o);
             gen_pair(dt, a, b, N);
             for (size_t k = 0; k < NISAS; k++) {
                 char ctx[96];
@@ -1524,7 +1510,7 @@ static void test_bit_identity(void **state)
                 for (size_t i = 0; i < N; i++)
                     rp__reduce(dt, (rp_op_t)o, single + i * esz, a + i * esz, b + i * esz, 1);
                 for (size_t i = 0; i < N;) {
-                    size_t len = 1 + (size_t)(rng() % 70);
+                    size_t len = 1 + (size_t)(test_rng() % 70);
                     if (len > N - i)
                         len = N - i;
                     rp__reduce(dt, (rp_op_t)o, chunks + i * esz, a + i * esz, b + i * esz, len);

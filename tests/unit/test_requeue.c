@@ -113,17 +113,20 @@ static void test_pending_job_not_requeued_again(void **state)
     assert_non_null(strstr(why, "queue already"));
 }
 
-/* Issue 15: the site's max_requeues holds at the step's end too, whatever
+/* The site's max_requeues holds at the step's end too, whatever
  * RINGPOINT_CKPT_REQUEUE the job's environment holds by then. */
 static void test_max_clamped_to_site(void **state)
 {
     rp_spank_admin_t site = {0};
 
     (void)state;
-    assert_int_equal(rp__requeue_max(NULL, &site), RP_SPANK_DEFAULT_REQUEUES);
-    assert_int_equal(rp__requeue_max("7", &site), 7);
-    assert_int_equal(rp__requeue_max("99999999", &site), RP_SPANK_REQUEUE_LIMIT);
-    assert_int_equal(rp__requeue_max("junk", &site), RP_SPANK_DEFAULT_REQUEUES);
+    /* No max_requeues in plugstack.conf: the admin guide's default, 3, is
+     * the ceiling as well as the default. */
+    assert_int_equal(rp__requeue_max(NULL, &site), 3);
+    assert_int_equal(rp__requeue_max("2", &site), 2);
+    assert_int_equal(rp__requeue_max("7", &site), 3);
+    assert_int_equal(rp__requeue_max("99999999", &site), 3);
+    assert_int_equal(rp__requeue_max("junk", &site), 3);
     site.has_max_requeues = true;
     site.max_requeues = 2;
     assert_int_equal(rp__requeue_max(NULL, &site), 2);
@@ -132,6 +135,10 @@ static void test_max_clamped_to_site(void **state)
     assert_int_equal(rp__requeue_max("0", &site), 0);
     site.max_requeues = 0;
     assert_int_equal(rp__requeue_max("3", &site), 0);
+    /* A site may allow longer chains than the default. */
+    site.max_requeues = 50;
+    assert_int_equal(rp__requeue_max("20", &site), 20);
+    assert_int_equal(rp__requeue_max(NULL, &site), 50);
 }
 
 int main(void)

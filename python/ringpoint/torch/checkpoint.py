@@ -53,6 +53,71 @@ def _dtype_name(dt):
     return str(dt).split(".")[-1]
 
 
+# What a checkpoint's metadata may ask this process to allocate. The region
+# sizes come from the C library's verdict (checked against the shards'
+# lengths); the JSON metadata and the optimizer's region names are only
+# text, so a crafted checkpoint could ask for any dtype or shape. Each is
+# checked against the verified size before a byte is allocated.
+_META_MAX = 64 << 20       # the JSON region: far above any real model's
+_DIMS_MAX = 64             # torch's own limit on a tensor's dimensions
+
+
+def _corrupt(where, what):
+    return CorruptError("%s: %s" % (where, what), CorruptError.status)
+
+
+def _tensor_spec(where, rname, dtype, shape, nbytes):
+    """(torch dtype, shape tuple) of region @rname as the checkpoint at
+    @where describes it, if that is a real torch dtype and a shape whose
+    bytes are exactly @nbytes (the region's verified size); else
+    CorruptError naming @where and the region."""
+    dt = None
+    if isinstance(dtype, str) and dtype.isidentifier() and not dtype.startswith("_"):
+        dt = getattr(torch, dtype, None)
+    if not isinstance(dt, torch.dtype):
+        raise _corrupt(where, "region %s: %.64r is not a torch dtype" % (rname, dtype))
+    if (not isinstance(shape, (list, tuple)) or len(shape) > _DIMS_MAX or
+            not all(type(d) is int and 0 <= d < 1 << 62 for d in shape)):
+        raise _corrupt(where, "region %s: %.128r is not a tensor shape" % (rname, shape))
+    try:
+        want = torch.empty((), dtype=dt).element_size()
+    except (RuntimeError, TypeError):
+        raise _corrupt(where, "region %s: %s tensors cannot be restored" % (rname, dtype))
+    for d in shape:
+        want *= d
+    if want != nbytes:
+        raise _corrupt(where, "region %s: a %s tensor of shape %s has %d bytes, "
+                       "the checkpoint holds %d" % (rname, dtype, list(shape), want,
+                                                    nbytes))
+    return dt, tuple(shape)
+
+
+def _digits(text, most):
+    return 0 < len(text) <= most and all(c in "0123456789" for c in text)
+
+
+def _opt_region(where, rname):
+    """(parameter index, key, dtype name, shape list) from an optimizer
+    region's name "o/<index>/<key>/<dtype>/<shape>"; CorruptError when it
+    does not have that form."""
+    parts = rname.split("/", 2)
+    tail = parts[2].rsplit("/", 2) if len(parts) == 3 else []
+    if len(tail) != 3 or not _digits(parts[1], 9):
+        raise _corrupt(where, "region %s is not an optimizer state's name" % rname)
+    key, dtype, dims = tail
+    dims = dims.split("x") if dims else []
+    if not key or not all(_digits(d, 18) for d in dims):
+        raise _corrupt(where, "region %s is not an optimizer state's name" % rname)
+    return int(parts[1]), key, dtype, [int(d) for d in dims]
+
+
+def _meta_size(where, nbytes):
+    if not 0 < nbytes <= _META_MAX:
+        raise _corrupt(where, "its metadata region is %d bytes (at most %d)"
+                       % (nbytes, _META_MAX))
+    return nbytes
+
+
 class _Region:
     __slots__ = ("name", "kind", "addr", "size", "keep")
 
@@ -130,8 +195,14 @@ class _Meta:
                                                         dtype=torch.uint8))
             self.text = text
 
-    def get(self):
-        return json.loads(bytes(self.buf.numpy()).decode())
+    def get(self, where="the checkpoint"):
+        try:
+            obj = json.loads(bytes(self.buf.numpy()).decode())
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise _corrupt(where, "its metadata is not JSON (%s)" % e)
+        if not isinstance(obj, dict):
+            raise _corrupt(where, "its metadata is not a JSON object")
+        return obj
 
 
 def _jsonable(obj, what):
@@ -366,9 +437,10 @@ class Checkpoint:
                                                           desc.regions[i].size)
                          for i in range(desc.nregions)}
                 same_size = desc.world_size == size()
+                where = "Checkpoint.restore: " + desc.path.decode(errors="replace")
             finally:
                 lib.rp_ckpt_desc_free(ctypes.byref(desc))
-            names = self._plan(table, parts, same_size)
+            names = self._plan(table, parts, same_size, where)
             arr = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
             info = _lib.RestoreInfo()
             status = lib.rp_restore_step(ctx, step, arr, len(names), ctypes.byref(info))
@@ -377,7 +449,7 @@ class Checkpoint:
                 continue
             check(status, "Checkpoint.restore")
             break
-        meta = self._meta.get()
+        meta = self._meta.get(where)
         self._apply_meta(meta, parts)
         if self._rng is not None and "rp/rng" in names:
             self._rng.apply()
@@ -389,9 +461,10 @@ class Checkpoint:
         self._restored = True
         return self._step
 
-    def _plan(self, table, parts, same_size):
+    def _plan(self, table, parts, same_size, where):
         """Register what the checkpoint of @table holds (allocating the
-        optimizer's state and the meta buffer as it says); the names to
+        optimizer's state and the meta buffer as it says, once each is
+        checked against the region's verified size); the names to
         restore."""
         names = []
         want = {}
@@ -400,7 +473,7 @@ class Checkpoint:
             raise CorruptError("Checkpoint.restore: the checkpoint has no "
                                "ringpoint.torch metadata (was it written by "
                                "another program?)", CorruptError.status)
-        self._meta.buf = torch.empty(nbytes, dtype=torch.uint8)
+        self._meta.buf = torch.empty(_meta_size(where, nbytes), dtype=torch.uint8)
         self._meta.text = None
         want["rp/meta"] = (REPLICATED, self._meta.buf)
         names.append("rp/meta")
@@ -424,14 +497,20 @@ class Checkpoint:
             for name in table:
                 if not name.startswith("o/"):
                     continue
-                _, index, key, dtype, shape = name.split("/", 4)
-                p = params[int(index)]
-                shape = tuple(int(d) for d in shape.split("x")) if shape else ()
+                index, key, dtype, shape = _opt_region(where, name)
+                if table[name][0] != REPLICATED:
+                    raise _corrupt(where, "region %s is not replicated" % name)
+                dt, shape = _tensor_spec(where, name, dtype, shape, table[name][1])
+                if index >= len(params):
+                    raise InvalidArgumentError(
+                        "%s: optimizer state of parameter %d, and the optimizer "
+                        "has %d (another model?)" % (where, index, len(params)))
+                p = params[index]
                 st = self.optimizer.state[p]
                 t = st.get(key)
                 if not (isinstance(t, torch.Tensor) and tuple(t.shape) == shape
-                        and _dtype_name(t.dtype) == dtype and t.is_contiguous()):
-                    t = torch.empty(shape, dtype=getattr(torch, dtype), device=p.device)
+                        and t.dtype == dt and t.is_contiguous()):
+                    t = torch.empty(shape, dtype=dt, device=p.device)
                     st[key] = t
                 want[name] = (REPLICATED, t)
                 names.append(name)
@@ -567,6 +646,7 @@ def _read_state(name, step):
         found = desc.step
         table = {desc.regions[i].name.decode(): desc.regions[i].size
                  for i in range(desc.nregions)}
+        where = "load_state_dict: " + desc.path.decode(errors="replace")
     finally:
         lib.rp_ckpt_desc_free(ctypes.byref(desc))
     if step is not None and found != int(step):
@@ -577,23 +657,35 @@ def _read_state(name, step):
         raise CorruptError("load_state_dict: not a ringpoint.torch checkpoint "
                            "(no rp/meta region)", CorruptError.status)
     meta = _Meta()
-    meta.buf = torch.empty(table["rp/meta"], dtype=torch.uint8)
+    meta.buf = torch.empty(_meta_size(where, table["rp/meta"]), dtype=torch.uint8)
     _restore_regions(ctx, found, {"rp/meta": meta.buf})
-    info = meta.get()
-    out, regions = {}, {}
+    info = meta.get(where)
+    # Every tensor is checked before the first one is allocated.
+    specs = {}
     if name == "model":
-        for key, (dtype, shape) in info.get("model", {}).items():
-            t = torch.empty(shape, dtype=getattr(torch, dtype))
-            out[key] = t
-            regions[Checkpoint._name("m/" + key)] = t
+        model = info.get("model", {})
+        if not isinstance(model, dict):
+            raise _corrupt(where, "its metadata's model entry is not a table")
+        for key, entry in model.items():
+            rname = Checkpoint._name("m/" + key)
+            if rname not in table:
+                raise _corrupt(where, "the model's %s has no region %s" % (key, rname))
+            if not (isinstance(entry, list) and len(entry) == 2):
+                raise _corrupt(where, "region %s: %.128r is not [dtype, shape]"
+                               % (rname, entry))
+            specs[key] = (rname,) + _tensor_spec(where, rname, entry[0], entry[1],
+                                                 table[rname])
     else:
         for rname in table:
             if rname.startswith("o/"):
-                _, index, key, dtype, shape = rname.split("/", 4)
-                shape = [int(d) for d in shape.split("x")] if shape else []
-                t = torch.empty(shape, dtype=getattr(torch, dtype))
-                out["%s/%s" % (index, key)] = t
-                regions[rname] = t
+                index, key, dtype, shape = _opt_region(where, rname)
+                specs["%d/%s" % (index, key)] = (rname,) + _tensor_spec(
+                    where, rname, dtype, shape, table[rname])
+    out, regions = {}, {}
+    for key, (rname, dt, shape) in specs.items():
+        t = torch.empty(shape, dtype=dt)
+        out[key] = t
+        regions[rname] = t
     if regions:
         _restore_regions(ctx, found, regions)
     return out
