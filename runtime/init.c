@@ -20,9 +20,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The lower layers' parts of the settings, in structs of their own:
+ * bootstrap/ and transport/ must not include core/. */
+static rp__bootstrap_settings_t rp_init_bootstrap_part(const rp_settings_t *s)
+{
+    rp__bootstrap_settings_t b = {
+        .timeout_s = s->bootstrap_timeout_s,
+        .pmix_collect = s->pmix_collect,
+    };
+
+    return b;
+}
+
+static rp__transport_settings_t rp_init_transport_part(const rp_settings_t *s)
+{
+    rp__transport_settings_t t = {
+        .peer_timeout_s = s->peer_timeout_s,
+        .peer_errmode = s->ucx_peer_errmode,
+        .oversubscribed = s->coll_oversubscribed,
+    };
+
+    return t;
+}
+
 rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
 {
     rp_context_h ctx;
+    rp__bootstrap_settings_t bset;
+    rp__transport_settings_t tset;
     rp_status_t status;
     rp__fork_fds_t fds_before = {NULL, 0};
     bool single = false;
@@ -59,15 +84,10 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
         rp_info("RINGPOINT_REDUCE_ISA: this build or CPU lacks that variant; "
                 "using %s", rp__reduce_isa_name());
     }
+    bset = rp_init_bootstrap_part(&ctx->settings);
+    tset = rp_init_transport_part(&ctx->settings);
     rp__fork_fds_note(&fds_before);
-    {
-        const rp__bootstrap_settings_t bset = {
-            .timeout_s = ctx->settings.bootstrap_timeout_s,
-            .pmix_collect = ctx->settings.pmix_collect,
-        };
-
-        status = rp__bootstrap_init(single, &bset, &ctx->bootstrap);
-    }
+    status = rp__bootstrap_init(single, &bset, &ctx->bootstrap);
     if (status != RP_OK) {
         goto err_free;
     }
@@ -80,12 +100,6 @@ rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
     /* The transport publishes its address before the one fence; a single
      * rank needs none (its collectives are local copies). */
     if (ctx->bootstrap->size > 1) {
-        const rp__transport_settings_t tset = {
-            .peer_timeout_s = ctx->settings.peer_timeout_s,
-            .peer_errmode = ctx->settings.ucx_peer_errmode,
-            .oversubscribed = ctx->settings.coll_oversubscribed,
-        };
-
         status = rp__transport_create("ucx", ctx->bootstrap, &tset,
                                       &ctx->transport);
         if (status != RP_OK) {
