@@ -19,7 +19,8 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/context.c runtime/core/context.h \
 	runtime/core/fork.c runtime/core/fork.h \
 	runtime/core/peer.c runtime/core/peer.h \
-	runtime/core/settings.c runtime/core/settings.h \
+	runtime/core/settings_table.c runtime/core/settings.h \
+	runtime/init.c \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
 	runtime/bootstrap/single.c \
 	runtime/signal/signal.c runtime/signal/signal.h \

@@ -492,6 +492,7 @@ int rp__spank_options_export(spank_t sp)
     static char env_text[RP_VALUE_MAX_LEN + 1], out[PATH_MAX],
         why[PATH_MAX + 256];
     char submit_dir[PATH_MAX], user[256], name[256], option[64];
+    char plugin_set[512] = ""; /* RINGPOINT_PLUGIN_SET: see below */
     rp_resolve_ctx_t rc;
     int which;
 
@@ -540,6 +541,14 @@ int rp__spank_options_export(spank_t sp)
                         "%s", s->env, spank_strerror(err));
             return -1;
         }
+        /* An option's or the site's value: the plugin's, not the user's,
+         * as ringpoint-info --settings tells (core/settings_table.c). */
+        if (s->set || site) {
+            size_t used = strlen(plugin_set);
+
+            snprintf(plugin_set + used, sizeof(plugin_set) - used, "%s%s",
+                     used > 0 ? "," : "", s->env);
+        }
         if (!site) {
             rp_spank_requested = true;
         } else if (spank_setenv(sp, RP_SITE_INTERVAL_ENV, out, 1) !=
@@ -548,5 +557,6 @@ int rp__spank_options_export(spank_t sp)
                         RP_SITE_INTERVAL_ENV);
         }
     }
+    (void)spank_setenv(sp, "RINGPOINT_PLUGIN_SET", plugin_set, 1);
     return 0;
 }

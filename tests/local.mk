@@ -8,6 +8,7 @@ UNIT_LINKFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 
 UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
+	tests/unit/test_settings \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
 	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
 	tests/unit/test_coll tests/unit/test_ckpt_engine tests/unit/test_budget \
@@ -84,6 +85,12 @@ tests_unit_test_signal_SOURCES = tests/unit/test_signal.c
 tests_unit_test_signal_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_signal_LDADD = $(UNIT_LIBS)
 tests_unit_test_signal_LDFLAGS = $(UNIT_LINKFLAGS)
+
+# Every entry of the settings table, a malformed value of each.
+tests_unit_test_settings_SOURCES = tests/unit/test_settings.c
+tests_unit_test_settings_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_settings_LDADD = $(UNIT_LIBS)
+tests_unit_test_settings_LDFLAGS = $(UNIT_LINKFLAGS)
 
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c
 tests_unit_test_crc32c_CPPFLAGS = $(UNIT_CPPFLAGS)

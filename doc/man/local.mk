@@ -1,7 +1,8 @@
 # Man pages, each generated at build time from its one source,
 # doc/man/NAME.SECTION.in, and from what the code says (doc/man/mkman.sh):
 # the tools' SYNOPSIS and OPTIONS from their --help, libringpoint(3)'s
-# function list from the public headers' Doxygen briefs. Not distributed:
+# function list from the public headers' Doxygen briefs and its
+# ENVIRONMENT from the runtime's settings table. Not distributed:
 # the tarball carries the sources and the generator, and every build makes
 # the pages again. tests/tools/test_manpages.sh checks them against the code.
 RP_MAN_TOOLS = doc/man/ringpoint-ckpt.1 doc/man/ringpoint-bench.1 \
@@ -26,11 +27,16 @@ doc/man/ringpoint.8: $(srcdir)/doc/man/ringpoint.8.in $(RP_MKMAN_DEPS)
 	$(AM_V_GEN)$(MKDIR_P) doc/man && \
 	$(RP_MKMAN) $(srcdir)/doc/man/ringpoint.8.in >$@.tmp && mv $@.tmp $@
 
-doc/man/libringpoint.3: $(srcdir)/doc/man/libringpoint.3.in \
+# Its ENVIRONMENT from the runtime's settings table, as the built
+# ringpoint-info prints it (runtime/core/settings_table.c).
+doc/man/libringpoint.3: runtime/tools/ringpoint-info$(EXEEXT) \
+		$(srcdir)/doc/man/libringpoint.3.in \
 		$(RP_MAN_HDRS) $(RP_MKMAN_DEPS)
 	$(AM_V_GEN)$(MKDIR_P) doc/man && \
+	$< --settings-table >$@.env && \
 	$(RP_MKMAN) `for h in $(RP_MAN_HDRS); do echo "-A $$h"; done` \
-	    $(srcdir)/doc/man/libringpoint.3.in >$@.tmp && mv $@.tmp $@
+	    -E $@.env $(srcdir)/doc/man/libringpoint.3.in >$@.tmp && \
+	rm -f $@.env && mv $@.tmp $@
 
 # Each tool page from the built tool's --help (the first prerequisite).
 RP_MAN_FROM_HELP = $(MKDIR_P) doc/man && $< --help >$@.help && \

@@ -4,7 +4,8 @@
 # every build (make, make distcheck, the Debian packages) with nothing
 # that a build of ringpoint does not already need.
 #
-#   mkman.sh [-D NAME=VALUE]... [-H HELPFILE] [-A HEADER]... TEMPLATE > PAGE
+#   mkman.sh [-D NAME=VALUE]... [-H HELPFILE] [-A HEADER]... [-E SETTINGS]
+#            TEMPLATE > PAGE
 #
 # In TEMPLATE (roff):
 #   @NAME@          replaced by the value given with -D NAME=VALUE
@@ -17,6 +18,10 @@
 #                   function of the HEADERs, grouped by header
 #   @API_LIST@      a line of its own: every RP_API function with its
 #                   Doxygen @brief, grouped by header
+#   @SETTINGS_LIST@ a line of its own: the runtime's settings table,
+#                   SETTINGS as `ringpoint-info --settings-table` prints it
+#                   (NAME, meaning, forms, default, parted by tabs), as a
+#                   .TP list
 # A placeholder left unreplaced is an error, so a page never ships one.
 set -eu
 
@@ -24,13 +29,15 @@ AWK=${AWK:-awk}
 defs=
 help=
 headers=
-while getopts D:H:A: opt; do
+settings=
+while getopts D:H:A:E: opt; do
     case $opt in
     D) defs="$defs$OPTARG
 " ;;
     H) help=$OPTARG ;;
     A) headers="$headers $OPTARG" ;;
-    *) echo "usage: mkman.sh [-D NAME=VALUE]... [-H HELP] [-A HEADER]... TEMPLATE" >&2
+    E) settings=$OPTARG ;;
+    *) echo "usage: mkman.sh [-D NAME=VALUE]... [-H HELP] [-A HEADER]... [-E SETTINGS] TEMPLATE" >&2
        exit 2 ;;
     esac
 done
@@ -50,6 +57,7 @@ trap 'rm -f "$tmp".*' EXIT INT TERM
 : >"$tmp.body"
 : >"$tmp.apisyn"
 : >"$tmp.apilist"
+: >"$tmp.settings"
 
 # Text to roff: backslashes, dashes (options stay copyable), and a
 # leading dot or quote that roff would take for a request.
@@ -219,10 +227,21 @@ if [ -n "$headers" ]; then
     ' $headers
 fi
 
+if [ -n "$settings" ]; then
+    # The settings table: the name in bold, then the meaning, the accepted
+    # forms and the default.
+    "$AWK" -F '\t' -v out="$tmp.settings" "$ROFF_ESC"'
+    NF != 4 { printf "mkman.sh: %s:%d: not NAME, meaning, forms, default\n", FILENAME, FNR > "/dev/stderr"; bad = 1; next }
+    { printf ".TP\n.B %s\n%s\nAccepted: %s.\nDefault: %s.\n", esc($1), esc($2), esc($3), esc($4) > out }
+    END { exit bad }
+    ' "$settings"
+fi
+
 # The template, with the values and the generated parts put in.
 printf '%s' "$defs" | "$AWK" -v template="$template" -v date="$date" \
     -v f_syn="$tmp.syn" -v f_body="$tmp.body" \
-    -v f_apisyn="$tmp.apisyn" -v f_apilist="$tmp.apilist" '
+    -v f_apisyn="$tmp.apisyn" -v f_apilist="$tmp.apilist" \
+    -v f_settings="$tmp.settings" '
 function cat(f,    l) { while ((getline l < f) > 0) print l; close(f) }
 function subst(s, name, value,    k, out) {
     out = ""
@@ -239,6 +258,7 @@ END {
         if (line == "@HELP_BODY@") { cat(f_body); continue }
         if (line == "@API_SYNOPSIS@") { cat(f_apisyn); continue }
         if (line == "@API_LIST@") { cat(f_apilist); continue }
+        if (line == "@SETTINGS_LIST@") { cat(f_settings); continue }
         line = subst(line, "DATE", date)
         for (i = 1; i <= n; i++) line = subst(line, names[i], values[i])
         if (line ~ /@[A-Z_]+@/) {

@@ -121,8 +121,13 @@ static long rp_bootstrap_launcher_tasks(const char **var_p)
     return 1;
 }
 
-rp_status_t rp__bootstrap_init(bool force_single, rp_bootstrap_t **bs_p)
+rp_status_t rp__bootstrap_init(bool force_single,
+                               const rp__bootstrap_settings_t *set,
+                               rp_bootstrap_t **bs_p)
 {
+    static const rp__bootstrap_settings_t defaults =
+        RP_BOOTSTRAP_SETTINGS_DEFAULT;
+
     rp_bootstrap_t *bs;
     rp_status_t status;
 
@@ -133,7 +138,7 @@ rp_status_t rp__bootstrap_init(bool force_single, rp_bootstrap_t **bs_p)
     }
     if (!force_single && rp_bootstrap_pmix_present()) {
 #ifdef HAVE_PMIX
-        status = rp__bootstrap_pmix_init(bs);
+        status = rp__bootstrap_pmix_init(bs, set != NULL ? set : &defaults);
 #else
         rp_error("bootstrap: PMIX_NAMESPACE is set but ringpoint was built "
                  "without PMIx support; rebuild with --with-pmix");

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ringpoint/status.h"
 
@@ -75,13 +76,29 @@ struct rp_bootstrap {
     void *impl;
 };
 
+/* The bootstrap's settings, filled in by rp_init from the settings table
+ * (bootstrap/ does not read the environment for RINGPOINT_*). */
+typedef struct rp__bootstrap_settings {
+    uint64_t timeout_s; /* RINGPOINT_BOOTSTRAP_TIMEOUT, >= 1 */
+    bool pmix_collect;  /* RINGPOINT_PMIX_COLLECT=1 */
+} rp__bootstrap_settings_t;
+
+/* The defaults (the settings table's), for callers without settings
+ * (@set NULL below). */
+#define RP_BOOTSTRAP_TIMEOUT_DEFAULT_S 120
+#define RP_BOOTSTRAP_SETTINGS_DEFAULT \
+    {.timeout_s = RP_BOOTSTRAP_TIMEOUT_DEFAULT_S, .pmix_collect = false}
+
 /*
  * Pick and start a bootstrap: PMIx when the environment shows a PMIx server
  * (unless @force_single), else a single process. A PMIx server that is
  * present but fails is an error, never a silent fallback: N processes each
  * believing they are rank 0 of 1 would overwrite one another's checkpoints.
+ * @set: the settings; NULL for the defaults.
  */
-rp_status_t rp__bootstrap_init(bool force_single, rp_bootstrap_t **bs_p);
+rp_status_t rp__bootstrap_init(bool force_single,
+                               const rp__bootstrap_settings_t *set,
+                               rp_bootstrap_t **bs_p);
 
 /* Finalize and free; NULL is ignored. */
 void rp__bootstrap_finalize(rp_bootstrap_t *bs);
@@ -100,7 +117,8 @@ rp_host_share_t rp__bootstrap_host_share(const rp_host_facts_t *f, char *why,
 /* Implementations. */
 rp_status_t rp__bootstrap_single_init(rp_bootstrap_t *bs);
 #ifdef HAVE_PMIX
-rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs);
+rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs,
+                                    const rp__bootstrap_settings_t *set);
 #endif
 
 #endif /* RP_BOOTSTRAP_H */

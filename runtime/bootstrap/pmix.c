@@ -577,11 +577,10 @@ out:
     return status;
 }
 
-rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
+rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs,
+                                    const rp__bootstrap_settings_t *set)
 {
     rp_pmix_t *p;
-    const char *env;
-    uint64_t v;
     rp_status_t status;
 
     p = calloc(1, sizeof(*p));
@@ -589,31 +588,13 @@ rp_status_t rp__bootstrap_pmix_init(rp_bootstrap_t *bs)
         rp_error("bootstrap: out of memory");
         return RP_ERR_NO_MEMORY;
     }
-    p->timeout_s = 120;
-    env = getenv("RINGPOINT_BOOTSTRAP_TIMEOUT");
-    if (env != NULL) {
-        char err[160];
-
-        if (rp__parse_duration(env, &v, err, sizeof(err)) != RP_OK) {
-            rp_error("bootstrap: RINGPOINT_BOOTSTRAP_TIMEOUT: %s", err);
-            status = RP_ERR_INVALID_ARG;
-            goto err_free;
-        }
-        if (v == 0) {
-            rp_error("bootstrap: RINGPOINT_BOOTSTRAP_TIMEOUT must be at "
-                     "least 1s");
-            status = RP_ERR_INVALID_ARG;
-            goto err_free;
-        }
-        p->timeout_s = (int)v;
-    }
+    p->timeout_s = (int)set->timeout_s; /* at most 366 days */
 
     status = rp_pmix_client_open(&p->self, &bs->generation);
     if (status != RP_OK) {
         goto err_free;
     }
-    env = getenv("RINGPOINT_PMIX_COLLECT");
-    p->collect = (env != NULL && strcmp(env, "1") == 0) || bs->generation > 0;
+    p->collect = set->pmix_collect || bs->generation > 0;
     bs->ops = &rp_pmix_ops;
     bs->impl = p;
     status = rp_pmix_identity(bs, p);

@@ -41,9 +41,8 @@ static rp__ckpt_engine_t *rp_api_engine(rp_context_h ctx, const char *what,
     if (*rc_p != RP_OK) {
         return NULL;
     }
-    e = rp__ckpt_engine_get(ctx);
-    *rc_p = e != NULL ? RP_OK : RP_ERR_NO_MEMORY;
-    return e;
+    *rc_p = rp__ckpt_engine_get(ctx, &e);
+    return *rc_p == RP_OK ? e : NULL;
 }
 
 rp_status_t rp_region_register(rp_context_h ctx, const char *name, void *addr,

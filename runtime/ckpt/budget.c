@@ -17,27 +17,12 @@
 #define RP_BUDGET_MARGIN_MS 2000
 #define RP_BUDGET_FACTOR    1.25
 
-static int64_t rp_budget_env(const char *name)
-{
-    const char *v = getenv(name);
-    uint64_t n;
-
-    if (v == NULL) {
-        return -1;
-    }
-    if (rp__parse_uint(v, 0, INT64_MAX, &n, NULL, 0) != RP_OK) {
-        rp_debug("%s=%s is not a number; ignored", name, v);
-        return -1;
-    }
-    return (int64_t)n;
-}
-
-void rp__job_limits_load(rp__job_limits_t *lim)
+void rp__job_limits_load(const rp_settings_t *set, rp__job_limits_t *lim)
 {
     memset(lim, 0, sizeof(*lim));
-    lim->kill_wait_s = rp_budget_env("RINGPOINT_SLURM_KILL_WAIT");
-    lim->grace_s = rp_budget_env("RINGPOINT_SLURM_GRACE_TIME");
-    lim->end_time_s = rp_budget_env("RINGPOINT_SLURM_END_TIME");
+    lim->kill_wait_s = set->slurm_kill_wait_s;
+    lim->grace_s = set->slurm_grace_s;
+    lim->end_time_s = set->slurm_end_time_s;
 }
 
 void rp__stop_budget(const rp__job_limits_t *lim, int signo, int ckpt_signal,

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/settings.h"
+
 /* What the job's tasks know of its limits; -1 where unknown. */
 typedef struct rp__job_limits {
     int64_t kill_wait_s;  /* RINGPOINT_SLURM_KILL_WAIT */
@@ -26,9 +28,11 @@ typedef struct rp__job_limits {
     int64_t end_time_s;   /* RINGPOINT_SLURM_END_TIME, epoch (0: none) */
 } rp__job_limits_t;
 
-/* Read RINGPOINT_SLURM_*; a malformed value counts as unknown (debug
- * log): a wrong deadline must never stop a job. */
-void rp__job_limits_load(rp__job_limits_t *lim);
+/* The job's limits from the settings (RINGPOINT_SLURM_*, which the plugin
+ * exports; -1 where not under it). A malformed value is refused by
+ * rp_init, which names it, rather than taken for unknown in silence: the
+ * plugin never writes one, so it is a user's override gone wrong. */
+void rp__job_limits_load(const rp_settings_t *set, rp__job_limits_t *lim);
 
 typedef struct rp__stop_budget {
     int64_t left_ms; /* until SIGKILL, from now; -1 unknown */

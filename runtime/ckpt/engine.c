@@ -46,13 +46,13 @@ static volatile sig_atomic_t rp_eng_stop_pending;
  * signal handler would. Documented in doc/checkpoint-format.md. */
 static void rp_eng_parse_fault(rp__ckpt_engine_t *e)
 {
-    const char *v = getenv("RINGPOINT_CKPT_FAULT");
+    const char *v = e->ctx->settings.ckpt_fault;
     char kind[16];
     unsigned rank;
     unsigned long long step = 0;
     int n;
 
-    if (v == NULL || *v == '\0') {
+    if (*v == '\0') {
         return;
     }
     n = sscanf(v, "%15[a-z]:%u:%llu", kind, &rank, &step);
@@ -100,33 +100,34 @@ static void rp_eng_check_signal(const rp__ckpt_engine_t *e)
     }
 }
 
-rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
+rp_status_t rp__ckpt_engine_get(struct rp_context *ctx,
+                                rp__ckpt_engine_t **e_p)
 {
     rp__ckpt_engine_t *e = ctx->ckpt;
+    rp_status_t status;
 
     if (e != NULL) {
-        return e;
+        *e_p = e;
+        return RP_OK;
     }
     e = calloc(1, sizeof(*e));
     if (e == NULL) {
         rp_error("checkpoint: out of memory");
-        return NULL;
+        return RP_ERR_NO_MEMORY;
     }
-    /* A bad bound is refused when the state is registered, not at the
-     * stop that needs it. */
-    if (rp__ckpt_timeout_env(&e->ckpt_timeout_ns) != RP_OK ||
-        rp__ckpt_pcopy_threads(ctx->bootstrap != NULL
-                                   ? ctx->bootstrap->local_size : 1,
-                               &e->copy_threads) != RP_OK) {
-        free(e);
-        return NULL;
-    }
+    /* The bounds were checked by rp_init (settings table). */
+    e->ckpt_timeout_ns = ctx->settings.ckpt_timeout_s * 1000000000ull;
+    rp__ckpt_pcopy_threads(ctx->settings.ckpt_copy_threads,
+                           ctx->bootstrap != NULL
+                               ? ctx->bootstrap->local_size : 1,
+                           &e->copy_threads);
     /* Stop signals are watched from the moment the application registers
      * state: before that it has nothing to save, and a program that never
      * checkpoints keeps the default action of SIGTERM. */
-    if (rp__signal_install(ctx->settings.ckpt_signal) != RP_OK) {
+    status = rp__signal_install(ctx->settings.ckpt_signal);
+    if (status != RP_OK) {
         free(e);
-        return NULL;
+        return status;
     }
     e->ctx = ctx;
     e->rank = (uint32_t)ctx->bootstrap->rank;
@@ -142,12 +143,13 @@ rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     rp_eng_parse_fault(e);
-    rp__job_limits_load(&e->limits);
+    rp__job_limits_load(&ctx->settings, &e->limits);
     if (e->rank == 0) {
         rp_eng_check_signal(e);
     }
     ctx->ckpt = e;
-    return e;
+    *e_p = e;
+    return RP_OK;
 }
 
 void rp__ckpt_request_stop(struct rp_context *ctx)

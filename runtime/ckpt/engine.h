@@ -203,9 +203,11 @@ typedef struct rp__ckpt_engine {
     uint64_t ckpt_step;
 } rp__ckpt_engine_t;
 
-/* The engine of @ctx, created on first use. NULL only when out of
- * memory (logged). */
-rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx);
+/* The engine of @ctx into *@e_p, created on first use. Not RP_OK (logged
+ * where it failed) when out of memory or when the stop signals cannot be
+ * watched; the settings it uses were checked by rp_init. */
+rp_status_t rp__ckpt_engine_get(struct rp_context *ctx,
+                                rp__ckpt_engine_t **e_p);
 
 /* Finish any checkpoint in flight (collective), stop the writer thread,
  * free everything. Called by rp_finalize before the collectives go. */

@@ -124,28 +124,15 @@ static void *rp_pc_main(void *arg)
     return NULL;
 }
 
-rp_status_t rp__ckpt_pcopy_threads(int local_size, unsigned *n_p)
+void rp__ckpt_pcopy_threads(uint64_t asked, int local_size, unsigned *n_p)
 {
-    const char *v = getenv("RINGPOINT_CKPT_COPY_THREADS");
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t set;
     unsigned n = 1;
 
-    if (v != NULL && *v != '\0') {
-        char *end;
-        unsigned long x;
-
-        errno = 0;
-        x = strtoul(v, &end, 10);
-        if (errno != 0 || end == v || *end != '\0' || x < 1 ||
-            x > RP_PC_MAX) {
-            rp_error("RINGPOINT_CKPT_COPY_THREADS='%s': expected a whole "
-                     "number from 1 to %u (threads of the snapshot copy)",
-                     v, RP_PC_MAX);
-            return RP_ERR_INVALID_ARG;
-        }
-        *n_p = (unsigned)x;
-        return RP_OK;
+    if (asked != 0) {
+        *n_p = (unsigned)(asked > RP_PC_MAX ? RP_PC_MAX : asked);
+        return;
     }
     if (sched_getaffinity(0, sizeof(set), &set) == 0 && online > 0) {
         long mine = CPU_COUNT(&set);
@@ -158,7 +145,6 @@ rp_status_t rp__ckpt_pcopy_threads(int local_size, unsigned *n_p)
     }
     n = n < 1 ? 1 : n > RP_PC_AUTO_MAX ? RP_PC_AUTO_MAX : n;
     *n_p = n;
-    return RP_OK;
 }
 
 rp__ckpt_pcopy_t *rp__ckpt_pcopy_new(unsigned n)

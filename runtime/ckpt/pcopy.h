@@ -13,6 +13,7 @@
 #define RP_CKPT_PCOPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ringpoint/status.h"
 
@@ -26,13 +27,13 @@ typedef struct rp__ckpt_span {
 typedef struct rp__ckpt_pcopy rp__ckpt_pcopy_t;
 
 /*
- * How many threads a rank's snapshot copy uses: RINGPOINT_CKPT_COPY_THREADS
- * when set (1 to 64), else the cores this rank may use and does not share
- * (its CPU binding's when the launcher bound it; else the machine's divided
- * by @local_size, the ranks of this node), at most 8 (the memory saturates
- * before). RP_ERR_INVALID_ARG (logged) for a bad value.
+ * How many threads a rank's snapshot copy uses: @asked when not 0
+ * (RINGPOINT_CKPT_COPY_THREADS, 1 to 64, checked by the settings table),
+ * else the cores this rank may use and does not share (its CPU binding's
+ * when the launcher bound it; else the machine's divided by @local_size,
+ * the ranks of this node), at most 8 (the memory saturates before).
  */
-rp_status_t rp__ckpt_pcopy_threads(int local_size, unsigned *n_p);
+void rp__ckpt_pcopy_threads(uint64_t asked, int local_size, unsigned *n_p);
 
 /* A pool of @n - 1 threads beside the caller's; NULL for @n <= 1 or when
  * no thread could be made (the caller then copies alone). */

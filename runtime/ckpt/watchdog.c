@@ -27,26 +27,6 @@
  * SIGKILL comes first, it ends the step as it would have anyway. */
 #define RP_WD_MIN_MS 1000
 
-rp_status_t rp__ckpt_timeout_env(uint64_t *ns_p)
-{
-    const char *v = getenv("RINGPOINT_CKPT_TIMEOUT");
-    uint64_t s = 0;
-    char err[128] = "";
-
-    *ns_p = 0;
-    if (v == NULL || *v == '\0') {
-        return RP_OK;
-    }
-    if (rp__parse_duration(v, &s, err, sizeof(err)) != RP_OK || s == 0) {
-        rp_error("RINGPOINT_CKPT_TIMEOUT='%s': %s (how long a stop or "
-                 "rp_finalize may wait for a checkpoint write)", v,
-                 err[0] != '\0' ? err : "must be at least 1 s");
-        return RP_ERR_INVALID_ARG;
-    }
-    *ns_p = s * 1000000000ull;
-    return RP_OK;
-}
-
 uint64_t rp__ckpt_watchdog_limit_ns(uint64_t env_ns,
                                     const rp__stop_budget_t *b)
 {

@@ -39,10 +39,6 @@ typedef struct rp__ckpt_watchdog {
     char msg[1024]; /* logged when the limit passes */
 } rp__ckpt_watchdog_t;
 
-/* RINGPOINT_CKPT_TIMEOUT in ns into *@ns_p (0: unset). A malformed value
- * is logged with the accepted forms: RP_ERR_INVALID_ARG. */
-rp_status_t rp__ckpt_timeout_env(uint64_t *ns_p);
-
 /* The limit of a stop's waits from RINGPOINT_CKPT_TIMEOUT (@env_ns, 0:
  * unset) and the stop's budget @b (NULL: none known); 0: no limit. */
 uint64_t rp__ckpt_watchdog_limit_ns(uint64_t env_ns,

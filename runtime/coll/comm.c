@@ -31,51 +31,6 @@ uint64_t rp__comm_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* RINGPOINT_COMPRESSION: the wire format of float32 grouped allreduces
- * whose options leave it to the environment. */
-static rp_status_t rp_compression_env(rp_compression_t *comp_p)
-{
-    const char *v = getenv("RINGPOINT_COMPRESSION");
-
-    *comp_p = RP_COMPRESSION_NONE;
-    if (v == NULL || *v == '\0' || strcmp(v, "none") == 0) {
-        return RP_OK;
-    }
-    if (strcmp(v, "fp16") == 0) {
-        *comp_p = RP_COMPRESSION_FP16;
-    } else if (strcmp(v, "bf16") == 0) {
-        *comp_p = RP_COMPRESSION_BF16;
-    } else {
-        rp_error("RINGPOINT_COMPRESSION='%s': expected none, fp16 or bf16", v);
-        return RP_ERR_INVALID_ARG;
-    }
-    return RP_OK;
-}
-
-/* RINGPOINT_COLL_PROGRESS_SPIN_US: how long the progress thread polls
- * before sleeping on the transport; unset (*set_p false): as long as the
- * blocking calls do. Measured with ringpoint-bench -O at 2 ranks: not
- * polling (0) made every segment's wait a wakeup through the kernel, 45 us
- * for a 4-byte iallreduce instead of 4, and 25% slower at 4-64 MiB even
- * with the application computing beside it. */
-static rp_status_t rp_progress_spin_env(bool *set_p, uint64_t *ns_p)
-{
-    const char *v = getenv("RINGPOINT_COLL_PROGRESS_SPIN_US");
-    uint64_t us = 0;
-    char err[128];
-
-    *set_p = v != NULL && *v != '\0';
-    if (*set_p &&
-        rp__parse_uint(v, 0, 10 * 1000 * 1000, &us, err, sizeof(err)) !=
-            RP_OK) {
-        rp_error("RINGPOINT_COLL_PROGRESS_SPIN_US='%s': %s (microseconds)", v,
-                 err);
-        return RP_ERR_INVALID_ARG;
-    }
-    *ns_p = us * 1000;
-    return RP_OK;
-}
-
 /* More ranks on this node than cores? The machine's CPU count, not this
  * process's affinity: launchers bind each rank to one core, which says
  * nothing about sharing. RINGPOINT_COLL_OVERSUBSCRIBED says so where the
@@ -91,27 +46,6 @@ static bool rp_oversubscribed(const rp_transport_t *tp,
     return cpus > 0 && tp->bs->local_size > cpus;
 }
 
-/* RINGPOINT_COLL_SHM_MAX: the largest allreduce, broadcast or allgather
- * (bytes of the result) that goes through the node's shared segment
- * rather than the ring over the transport; the same on every rank. Above
- * it the ring's single-copy transfers move fewer bytes through memory. */
-static rp_status_t rp_shm_max_env(size_t *max_p, bool *set_p)
-{
-    const char *v = getenv("RINGPOINT_COLL_SHM_MAX");
-    uint64_t n = RP_SHM_MAX_DEFAULT;
-    char err[128];
-
-    *set_p = v != NULL && *v != '\0';
-    if (v != NULL && *v != '\0' &&
-        rp__parse_uint(v, 0, UINT64_C(1) << 40, &n, err, sizeof(err)) !=
-            RP_OK) {
-        rp_error("RINGPOINT_COLL_SHM_MAX='%s': %s (bytes)", v, err);
-        return RP_ERR_INVALID_ARG;
-    }
-    *max_p = (size_t)n;
-    return RP_OK;
-}
-
 static rp_status_t rp_post_notice_recv(rp_comm_t *c)
 {
     return c->tp->ops->irecv(c->tp, RP_TRANSPORT_ANY_PEER,
@@ -124,27 +58,32 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
 {
     rp_comm_t *c;
     rp_status_t status;
-    bool bg_spin_set = false, shm_max_set = false;
+    /* RINGPOINT_COLL_PROGRESS_SPIN_US: how long the progress thread
+     * polls before sleeping on the transport; unset: as long as the
+     * blocking calls do. Not polling at all made every segment's wait a
+     * wakeup through the kernel, several times the cost of a small
+     * non-blocking allreduce (doc/benchmarks.md). */
+    const bool bg_spin_set = settings->progress_spin_us >= 0;
+    /* RINGPOINT_COLL_SHM_MAX: the largest allreduce, broadcast or
+     * allgather (bytes of the result) that goes through the node's shared
+     * segment rather than the ring; the same on every rank. Above it the
+     * ring's single-copy transfers move fewer bytes through memory. */
+    const bool shm_max_set = settings->shm_max_bytes >= 0;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
         rp_error("coll: out of memory");
         return RP_ERR_NO_MEMORY;
     }
-    status = rp_compression_env(&c->compression);
-    if (status == RP_OK) {
-        status = rp_progress_spin_env(&bg_spin_set, &c->spin_bg_ns);
-    }
-    if (status == RP_OK) {
-        status = rp_shm_max_env(&c->shm_max, &shm_max_set);
-    }
-    if (status == RP_OK) {
-        status = rp__shm_env(&c->shm_on);
-    }
-    if (status != RP_OK) {
-        free(c);
-        return status;
-    }
+    /* The settings table checked every value at rp_init. */
+    c->compression = (rp_compression_t)settings->compression;
+    c->spin_bg_ns = bg_spin_set
+                        ? (uint64_t)settings->progress_spin_us * 1000 : 0;
+    c->shm_max = shm_max_set ? (size_t)settings->shm_max_bytes
+                             : RP_SHM_MAX_DEFAULT;
+    c->shm_max_set = shm_max_set;
+    c->shm_on = settings->coll_shm;
+    c->cma_on = settings->coll_cma;
     rp__progress_init(c);
     c->tp = tp;
     c->rank = rank;
@@ -170,7 +109,8 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
      * 4-30% faster than 128 KiB at 4-16 MiB, ~5% beyond). Every rank
      * must cut alike, so this hangs only on the world size and on what
      * seg_hint promises to be uniform. */
-    if (tp != NULL && getenv("RINGPOINT_COLL_SEGMENT") == NULL) {
+    if (tp != NULL &&
+        !rp__settings_given(settings, "RINGPOINT_COLL_SEGMENT")) {
         if (tp->seg_hint > 0) {
             c->seg_bytes = tp->seg_hint;
         } else if (size == 2) {
@@ -246,12 +186,14 @@ rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
     }
     c->hier_max = SIZE_MAX;
     status = rp__tune_setup(c, settings->rd_max_bytes != RP_RD_MAX_AUTO,
-                            shm_max_set);
+                            shm_max_set,
+                            settings->tune_file_set ? settings->tune_file
+                                                    : NULL);
     if (status == RP_OK) {
         status = rp__shm_setup(c);
     }
     if (status == RP_OK) {
-        status = rp__hier_setup(c);
+        status = rp__hier_setup(c, settings->coll_hier);
     }
     if (status != RP_OK) {
         goto err_notice;

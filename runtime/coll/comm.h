@@ -96,6 +96,8 @@ typedef struct rp_comm {
     size_t shm_max;
     size_t shm_ar_max, shm_ag_max; /* allreduce's, allgather's (comm.c) */
     bool shm_on; /* RINGPOINT_COLL_SHM */
+    bool cma_on; /* RINGPOINT_COLL_CMA */
+    bool shm_max_set; /* RINGPOINT_COLL_SHM_MAX given */
 
     /* A sub-communicator of the hierarchy (hier.h): its ranks' places in
      * the job (world[i] is rank i's), the job's communicator, which owns

@@ -14,25 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* RINGPOINT_COLL_HIER: unset or "auto" (-1), 0, 1. */
-static rp_status_t rp_hier_env(int *mode_p)
-{
-    const char *v = getenv("RINGPOINT_COLL_HIER");
-
-    *mode_p = -1;
-    if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) {
-        return RP_OK;
-    }
-    if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) {
-        *mode_p = v[0] - '0';
-        return RP_OK;
-    }
-    rp_error("RINGPOINT_COLL_HIER='%s': expected auto (the hierarchy where "
-             "its bits are the flat algorithm's), 1 (always across nodes) "
-             "or 0 (never)", v);
-    return RP_ERR_INVALID_ARG;
-}
-
 /* A sub-communicator of @c over the job ranks @world[0..n), in which this
  * rank is @rank: the job's settings, its own sequence numbers, scratch and
  * requests; failures go to @c. */
@@ -58,9 +39,11 @@ static rp_status_t rp_hier_sub(rp_comm_t *c, const int *world, int n,
     s->window = c->window;
     s->compression = c->compression;
     s->shm_on = c->shm_on;
+    s->cma_on = c->cma_on;
+    s->shm_max_set = c->shm_max_set;
     s->shm_max = s->shm_ar_max = s->shm_ag_max = c->shm_max;
     /* As rp__comm_create decides for a node of this many ranks. */
-    if (getenv("RINGPOINT_COLL_SHM_MAX") == NULL && c->yield) {
+    if (!c->shm_max_set && c->yield) {
         s->shm_ar_max = SIZE_MAX;
     }
     s->world = world;
@@ -176,18 +159,16 @@ static rp_status_t rp_hier_lanes(rp_comm_t *c, rp__hier_t *h)
     return rp_hier_sub(c, h->lane_world, h->nnodes, h->node, &h->lane);
 }
 
-rp_status_t rp__hier_setup(rp_comm_t *c)
+rp_status_t rp__hier_setup(rp_comm_t *c, int mode)
 {
     const int n = c->size;
     rp__hier_t *h = NULL;
     int32_t id = c->tp->bs->node_id, *ids = NULL;
     rp_status_t status;
-    int mode;
 
-    status = rp_hier_env(&mode);
-    if (status != RP_OK || mode == 0 || c->shm != NULL || n == 1) {
+    if (mode == 0 || c->shm != NULL || n == 1) {
         /* Off, or all on one node: the segment covers everyone. */
-        return status;
+        return RP_OK;
     }
     h = calloc(1, sizeof(*h));
     ids = calloc((size_t)n, sizeof(*ids));

@@ -79,11 +79,11 @@ typedef struct rp__hier {
     size_t max_bytes;  /* auto: allreduces up to this size */
 } rp__hier_t;
 
-/* Set up c->hier if the layout and RINGPOINT_COLL_HIER call for it: a
- * collective over the transport at rp__comm_create (after the shared
- * segment's setup, which leaves c->shm NULL across nodes). Only a bad
- * setting or a failing transport fails it. */
-rp_status_t rp__hier_setup(struct rp_comm *c);
+/* Set up c->hier if the layout and @mode (RINGPOINT_COLL_HIER: -1 auto,
+ * 0 never, 1 always) call for it: a collective over the transport at
+ * rp__comm_create (after the shared segment's setup, which leaves c->shm
+ * NULL across nodes). Only a failing transport fails it. */
+rp_status_t rp__hier_setup(struct rp_comm *c, int mode);
 
 /* The smallest allreduce that goes in lanes: below it the lanes' extra
  * local allgather costs more than the bytes they save. */

@@ -89,31 +89,6 @@ static bool rp_tls_excludes_shm(void)
     return true;
 }
 
-/* An on/off setting: 1 (default) or 0; @means: what 1 does. */
-static rp_status_t rp_switch_env(const char *name, const char *means,
-                                 bool *on_p)
-{
-    const char *v = getenv(name);
-
-    *on_p = true;
-    if (v == NULL || *v == '\0' || strcmp(v, "1") == 0) {
-        return RP_OK;
-    }
-    if (strcmp(v, "0") == 0) {
-        *on_p = false;
-        return RP_OK;
-    }
-    rp_error("%s='%s': expected 1 (%s) or 0 (never)", name, v, means);
-    return RP_ERR_INVALID_ARG;
-}
-
-rp_status_t rp__shm_env(bool *on_p)
-{
-    return rp_switch_env("RINGPOINT_COLL_SHM",
-                         "use the node's shared segment when all ranks "
-                         "share a node", on_p);
-}
-
 static size_t rp_shm_map_bytes(int n, size_t slot)
 {
     return 4096 + rp_round_page((size_t)n * sizeof(uint32_t)) +
@@ -256,13 +231,8 @@ rp_status_t rp__shm_setup(rp_comm_t *c)
     rp_status_t status, mine;
     int32_t ok;
     uint64_t addr;
-    bool cma_on;
+    const bool cma_on = c->cma_on; /* RINGPOINT_COLL_CMA */
 
-    status = rp_switch_env("RINGPOINT_COLL_CMA",
-                           "let ranks read each other's buffers", &cma_on);
-    if (status != RP_OK) {
-        return status;
-    }
     /* Every rank sees the same environment and the same answer to "are
      * we all on one node", so every rank returns here alike. */
     /* A node's part of the hierarchy (c->parent) is one node's by

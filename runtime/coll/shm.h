@@ -100,8 +100,6 @@ typedef struct rp__shm {
  * of the transport fails it; a segment that cannot be made or mapped is
  * logged and left out, by every rank alike. */
 rp_status_t rp__shm_setup(struct rp_comm *c);
-/* RINGPOINT_COLL_SHM: 1 (default) or 0; anything else is an error. */
-rp_status_t rp__shm_env(bool *on_p);
 void rp__shm_destroy(rp__shm_t *sh);
 
 /* Rank @q's flag line for step @k. */

@@ -205,19 +205,19 @@ rp_status_t rp__tune_write(const char *path, const rp__tune_t *t,
     return RP_OK;
 }
 
-const char *rp__tune_path(void)
+const char *rp__tune_path(const char *given)
 {
     static char def[4096];
-    const char *v = getenv("RINGPOINT_COLL_TUNE_FILE");
 
-    if (v != NULL) {
-        return *v == '\0' || strcmp(v, "none") == 0 ? NULL : v;
+    if (given != NULL) {
+        return *given == '\0' || strcmp(given, "none") == 0 ? NULL : given;
     }
     snprintf(def, sizeof(def), "%s/%s", RP_SYSCONFDIR, RP_TUNE_DEFAULT_NAME);
     return access(def, F_OK) == 0 ? def : NULL;
 }
 
-rp_status_t rp__tune_setup(rp_comm_t *c, bool rd_env, bool shm_env)
+rp_status_t rp__tune_setup(rp_comm_t *c, bool rd_env, bool shm_env,
+                           const char *given)
 {
     rp__tune_t t;
     rp_status_t status;
@@ -226,7 +226,7 @@ rp_status_t rp__tune_setup(rp_comm_t *c, bool rd_env, bool shm_env)
 
     rp_tune_clear(&t);
     if (c->rank == 0) {
-        path = rp__tune_path();
+        path = rp__tune_path(given);
         if (path != NULL && rp__tune_read(path, &t, err, sizeof(err)) != RP_OK) {
             rp_warn("coll: tuning table refused, the built-in switch points "
                     "stay: %s", err);

@@ -58,13 +58,16 @@ rp_status_t rp__tune_read(const char *path, rp__tune_t *t, char *err,
 rp_status_t rp__tune_write(const char *path, const rp__tune_t *t,
                            const char *comment);
 
-/* The file to read: RINGPOINT_COLL_TUNE_FILE, else the default if it
- * exists; NULL for none. */
-const char *rp__tune_path(void);
+/* The file to read: @given (RINGPOINT_COLL_TUNE_FILE; NULL when unset;
+ * "none" or "" for no table), else the default if it exists; NULL for
+ * none. */
+const char *rp__tune_path(const char *given);
 
 /* At rp__comm_create, before the shared segment and the hierarchy: rank
- * 0 reads the table, every rank applies it where no environment variable
- * set the switch point (@rd_env, @shm_env). A collective. */
-rp_status_t rp__tune_setup(struct rp_comm *c, bool rd_env, bool shm_env);
+ * 0 reads the table (@given as for rp__tune_path), every rank applies it
+ * where no environment variable set the switch point (@rd_env, @shm_env).
+ * A collective. */
+rp_status_t rp__tune_setup(struct rp_comm *c, bool rd_env, bool shm_env,
+                           const char *given);
 
 #endif /* RP_COLL_TUNE_H */

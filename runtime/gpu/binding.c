@@ -10,8 +10,10 @@
  *  3. Otherwise the tasks of a node share the visible devices: local rank
  *     i takes device i, and more tasks than devices is an error.
  *
- * No CUDA here and no getenv outside rp__gpu_env_read, so every rule is
- * unit-tested with made-up variables (tests/unit/test_gpu_binding.c).
+ * No CUDA here and no getenv outside rp__gpu_env_read (and there only
+ * Slurm's and CUDA's variables: RINGPOINT_GPU_DEVICE comes from the
+ * settings table), so every rule is unit-tested with made-up variables
+ * (tests/unit/test_gpu_binding.c).
  */
 #include "config.h"
 
@@ -24,13 +26,13 @@
 #include "util/parse.h"
 #include "util/str.h"
 
-void rp__gpu_env_read(rp__gpu_env_t *env)
+void rp__gpu_env_read(rp__gpu_env_t *env, const char *device)
 {
     env->cuda_visible_devices = getenv("CUDA_VISIBLE_DEVICES");
     env->step_gpus = getenv("SLURM_STEP_GPUS");
     env->job_gpus = getenv("SLURM_JOB_GPUS");
     env->gpus_per_task = getenv("SLURM_GPUS_PER_TASK");
-    env->device = getenv("RINGPOINT_GPU_DEVICE");
+    env->device = device != NULL && *device != '\0' ? device : NULL;
 }
 
 int rp__gpu_list_count(const char *list)

@@ -17,42 +17,20 @@
 #include "core/context.h"
 #include "util/log.h"
 
-static rp_status_t rp_gpu_mode(rp__gpu_mode_t *mode)
-{
-    const char *v = getenv("RINGPOINT_GPU");
-
-    *mode = RP_GPU_MODE_AUTO;
-    if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0) {
-        return RP_OK;
-    }
-    if (strcmp(v, "on") == 0 || strcmp(v, "1") == 0) {
-        *mode = RP_GPU_MODE_ON;
-    } else if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
-        *mode = RP_GPU_MODE_OFF;
-    } else {
-        rp_error("RINGPOINT_GPU=%.40s: expected auto, on or off", v);
-        return RP_ERR_INVALID_ARG;
-    }
-    return RP_OK;
-}
-
 static rp_status_t rp_gpu_comm_ready(rp_context_h ctx, const char *what);
 
 rp_status_t rp__gpu_init(rp_context_h ctx)
 {
     rp__gpu_t *g = calloc(1, sizeof(*g));
     uint64_t ms = ctx->settings.coll_timeout_s * 1000u;
-    rp_status_t rc;
 
     if (g == NULL) {
         rp_error("rp_init: out of memory");
         return RP_ERR_NO_MEMORY;
     }
-    rc = rp_gpu_mode(&g->mode);
-    if (rc != RP_OK) {
-        free(g);
-        return rc;
-    }
+    /* RINGPOINT_GPU and _GPU_MODULE, checked by the settings table. */
+    g->mode = (rp__gpu_mode_t)ctx->settings.gpu_mode;
+    rp__gpu_module_set_path(ctx->settings.gpu_module);
     g->timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
     ctx->gpu = g;
     /* Even with RINGPOINT_GPU=off: device memory is then an error that
@@ -101,7 +79,7 @@ rp_status_t rp__gpu_local(rp_context_h ctx, const char *what,
                    g->ops->probe(&env.visible, err, sizeof(err)) != RP_OK) {
             snprintf(g->why, sizeof(g->why), "%s", err);
         } else if (g->ops != NULL) {
-            rp__gpu_env_read(&env);
+            rp__gpu_env_read(&env, ctx->settings.gpu_device);
             env.local_rank = ctx->bootstrap->local_rank;
             env.local_size = ctx->bootstrap->local_size;
             rc = rp__gpu_bind_resolve(&env, &g->bind, err, sizeof(err));

@@ -145,11 +145,17 @@ typedef const rp__gpu_ops_t *(*rp__gpu_module_fn)(const rp__gpu_host_t *host);
 
 /* ---- loader.c ---- */
 
-/* Open the module once per process (thread-safe): RINGPOINT_GPU_MODULE if
- * set, else $(pkglibdir)/ringpoint-nccl.so. NULL with @why filled when it
- * is absent, fails to load (no libcudart, no libnccl), or has another
- * ABI; the outcome is remembered. */
+/* Open the module once per process (thread-safe): the path given to
+ * rp__gpu_module_set_path if any, else $(pkglibdir)/ringpoint-nccl.so.
+ * NULL with @why filled when it is absent, fails to load (no libcudart, no
+ * libnccl), or has another ABI; the outcome is remembered. */
 const rp__gpu_ops_t *rp__gpu_module(char *why, size_t whylen);
+
+/* The module to open: @path (RINGPOINT_GPU_MODULE, which rp_init passes
+ * on from the settings table); NULL or "": the installed one. No effect
+ * once the module was opened. Not thread-safe: call before the first
+ * rp__gpu_module. */
+void rp__gpu_module_set_path(const char *path);
 
 /* The module's path as it would be opened. */
 const char *rp__gpu_module_path(void);
@@ -184,9 +190,10 @@ typedef struct rp__gpu_binding {
     char how[160];     /* why this one, for ringpoint-info and the log */
 } rp__gpu_binding_t;
 
-/* Fill @env from the environment (visible and local rank/size are the
- * caller's). */
-void rp__gpu_env_read(rp__gpu_env_t *env);
+/* Fill @env from the environment and @device (RINGPOINT_GPU_DEVICE as the
+ * settings hold it; "" or NULL: unset). Visible and local rank/size are
+ * the caller's. */
+void rp__gpu_env_read(rp__gpu_env_t *env, const char *device);
 
 /* Choose the task's GPU. RP_ERR_INVALID_ARG with the reason in @err when
  * tasks and GPUs do not match (no GPU visible, more tasks on the node

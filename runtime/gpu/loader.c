@@ -39,12 +39,18 @@ static void rp_ld_log(int level, const char *fmt, ...)
 
 static const rp__gpu_host_t rp_ld_host = {.log = rp_ld_log};
 
+/* RINGPOINT_GPU_MODULE as rp_init read it; "": the installed one. */
+static char rp_ld_path[4096];
+
+void rp__gpu_module_set_path(const char *path)
+{
+    snprintf(rp_ld_path, sizeof(rp_ld_path), "%s", path != NULL ? path : "");
+}
+
 const char *rp__gpu_module_path(void)
 {
-    const char *env = getenv("RINGPOINT_GPU_MODULE");
-
-    return env != NULL && *env != '\0' ? env
-                                       : RP_PKGLIBDIR "/" RP_GPU_MODULE_NAME;
+    return rp_ld_path[0] != '\0' ? rp_ld_path
+                                  : RP_PKGLIBDIR "/" RP_GPU_MODULE_NAME;
 }
 
 static void rp_ld_open(void)
@@ -60,14 +66,15 @@ static void rp_ld_open(void)
     if (h == NULL) {
         const char *e = dlerror();
 
-        snprintf(rp_ld_why, sizeof(rp_ld_why), "the GPU module %s cannot be "
-                 "loaded: %s", path, e != NULL ? e : "unknown error");
+        snprintf(rp_ld_why, sizeof(rp_ld_why), "the GPU module %.200s "
+                 "cannot be loaded: %s", path,
+                 e != NULL ? e : "unknown error");
         return;
     }
     *(void **)&entry = dlsym(h, RP_GPU_MODULE_SYMBOL);
     ops = entry != NULL ? entry(&rp_ld_host) : NULL;
     if (ops == NULL || ops->abi != RP_GPU_ABI) {
-        snprintf(rp_ld_why, sizeof(rp_ld_why), "%s is not a ringpoint GPU "
+        snprintf(rp_ld_why, sizeof(rp_ld_why), "%.200s is not a ringpoint GPU "
                  "module of this version (ABI %u expected, %s)", path,
                  RP_GPU_ABI, ops == NULL ? "no entry point" : "other ABI");
         (void)dlclose(h);

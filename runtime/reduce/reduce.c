@@ -3,9 +3,10 @@
  * kernel table of the instruction-set variant chosen for this CPU.
  *
  * The variant is chosen once, on first use, from CPUID (AVX2+F16C if present,
- * else generic) unless RINGPOINT_REDUCE_ISA=generic|avx2|auto says otherwise;
- * an unknown or unavailable value falls back to the automatic choice. Since
- * all variants give identical bits, the choice only affects speed.
+ * else generic) unless rp_init was told otherwise (RINGPOINT_REDUCE_ISA,
+ * read by the settings table and set here with rp__reduce_set_isa); an
+ * unavailable variant leaves the automatic choice. Since all variants give
+ * identical bits, the choice only affects speed.
  */
 #include "reduce/reduce.h"
 
@@ -45,15 +46,8 @@ static bool rp_cpu_has_avx2(void)
 
 static const struct rp__reduce_kernels *rp_pick_auto(void)
 {
-    const char *env = getenv("RINGPOINT_REDUCE_ISA");
-    const struct rp__reduce_kernels *k = NULL;
+    const struct rp__reduce_kernels *k = rp_pick(RP__REDUCE_ISA_AVX2);
 
-    if (env != NULL && strcmp(env, "generic") == 0)
-        k = rp_pick(RP__REDUCE_ISA_GENERIC);
-    else if (env != NULL && strcmp(env, "avx2") == 0)
-        k = rp_pick(RP__REDUCE_ISA_AVX2);
-    if (k == NULL)
-        k = rp_pick(RP__REDUCE_ISA_AVX2);
     if (k == NULL)
         k = &rp__reduce_kernels_generic;
     return k;

@@ -80,9 +80,10 @@ typedef enum rp__reduce_isa {
     RP__REDUCE_ISA_AVX2 = 2     /* x86 AVX2 + F16C */
 } rp__reduce_isa_t;
 
-/* Force a variant (tests, benchmarks, RINGPOINT_REDUCE_ISA). Returns false,
- * changing nothing, if this build or CPU cannot run it. Safe to call from
- * any thread, but calls already in flight finish with the old variant. */
+/* Force a variant (tests, benchmarks, rp_init for RINGPOINT_REDUCE_ISA).
+ * Returns false, changing nothing, if this build or CPU cannot run it.
+ * Safe to call from any thread, but calls already in flight finish with
+ * the old variant. */
 bool rp__reduce_set_isa(rp__reduce_isa_t isa);
 
 /* Name of the variant in use ("generic", "avx2-f16c"); selects one if

@@ -267,7 +267,9 @@ int rp__ckpt_bench_main(int argc, char **argv)
                            RP_REGION_PER_RANK) != RP_OK) {
         return 2;
     }
-    e = rp__ckpt_engine_get(ctx);
+    if (rp__ckpt_engine_get(ctx, &e) != RP_OK) {
+        return 2;
+    }
     snprintf(e->dir, sizeof(e->dir), "%.4000s/%s", dir, sub);
     e->keep = 1;
     e->interval_s = 0;

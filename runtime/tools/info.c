@@ -19,18 +19,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/settings.h"
 #include "gpu/gpu.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: ringpoint-info [-b|--build] [-r|--rank] [-s|--single] [-V|--version]\n"
+            "Usage: ringpoint-info [-b|--build] [-r|--rank] [-s|--single] [-S|--settings]\n"
+            "                      [-V|--version]\n"
             "\n"
             "Without options: under a PMIx launcher (srun --mpi=pmix, mpirun)\n"
             "print one line per rank, otherwise describe the build.\n"
             "  -b, --build     describe the build and exit\n"
             "  -r, --rank      initialise and print this rank's line\n"
             "  -s, --single    like --rank, but ignore any PMIx server\n"
+            "  -S, --settings  print every RINGPOINT_* setting: its effective\n"
+            "                  value and where it came from (default, the\n"
+            "                  environment, the plugin); exit 1 if one is\n"
+            "                  malformed\n"
             "  -V, --version   print the version and exit\n"
             "  -h, --help      this text\n");
 }
@@ -79,6 +85,13 @@ static void print_gpus(void)
 
 static int print_build(void)
 {
+    rp_settings_t *cfg = malloc(sizeof(*cfg));
+
+    /* The module rp_init would open (RINGPOINT_GPU_MODULE). */
+    if (cfg != NULL && rp__settings_load(cfg) == RP_OK) {
+        rp__gpu_module_set_path(cfg->gpu_module);
+    }
+    free(cfg);
     printf("ringpoint %s (library %s)\n", PACKAGE_VERSION, rp_version());
 #ifdef RP_SLURM_VERSION
     print_component("slurm", "SPANK plugin built against Slurm " RP_SLURM_VERSION);
@@ -106,6 +119,59 @@ static int print_build(void)
     print_component("nccl", "no");
 #endif
     print_gpus();
+    return 0;
+}
+
+/* Every entry of the settings table, as rp_init would read it here. */
+static int print_settings(void)
+{
+    rp_settings_t *cfg = malloc(sizeof(*cfg));
+    rp_status_t status;
+    size_t i, n = rp__settings_count();
+    int width = 0;
+
+    if (cfg == NULL) {
+        fprintf(stderr, "ringpoint-info: out of memory\n");
+        return 1;
+    }
+    status = rp__settings_load(cfg); /* a malformed value is logged */
+    for (i = 0; i < n; i++) {
+        rp_setting_info_t info;
+        int len;
+
+        rp__settings_info(i, &info);
+        len = (int)strlen(info.name);
+        width = len > width ? len : width;
+    }
+    for (i = 0; i < n; i++) {
+        rp_setting_info_t info;
+        char value[RP_SETTING_PATH_LEN];
+
+        rp__settings_info(i, &info);
+        rp__settings_value(cfg, i, value, sizeof(value));
+        printf("%-*s  %-11s  %s\n", width, info.name,
+               rp__settings_source_name(cfg->source[i]), value);
+    }
+    free(cfg);
+    return status == RP_OK ? 0 : 1;
+}
+
+/* The table for the manual (libringpoint(3), ENVIRONMENT): one line per
+ * setting, NAME, meaning, forms and default parted by tabs, that
+ * doc/man/mkman.sh turns into roff. So the page is the table's own. */
+static int print_settings_table(void)
+{
+    size_t i, n = rp__settings_count();
+
+    for (i = 0; i < n; i++) {
+        rp_setting_info_t info;
+
+        rp__settings_info(i, &info);
+        if (!info.hidden) {
+            printf("%s\t%s\t%s\t%s\n", info.name, info.meaning, info.forms,
+                   info.def);
+        }
+    }
     return 0;
 }
 
@@ -169,18 +235,26 @@ int main(int argc, char **argv)
         {"build",   no_argument, NULL, 'b'},
         {"rank",    no_argument, NULL, 'r'},
         {"single",  no_argument, NULL, 's'},
+        {"settings", no_argument, NULL, 'S'},
+        /* For the build (doc/man/local.mk): not in --help. */
+        {"settings-table", no_argument, NULL, 'R'},
         {"version", no_argument, NULL, 'V'},
         {"help",    no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    enum { MODE_AUTO, MODE_BUILD, MODE_RANK, MODE_SINGLE } mode = MODE_AUTO;
+    enum {
+        MODE_AUTO, MODE_BUILD, MODE_RANK, MODE_SINGLE, MODE_SETTINGS,
+        MODE_TABLE
+    } mode = MODE_AUTO;
     int c;
 
-    while ((c = getopt_long(argc, argv, "brsVh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "brsSVh", longopts, NULL)) != -1) {
         switch (c) {
         case 'b': mode = MODE_BUILD; break;
         case 'r': mode = MODE_RANK; break;
         case 's': mode = MODE_SINGLE; break;
+        case 'S': mode = MODE_SETTINGS; break;
+        case 'R': mode = MODE_TABLE; break;
         case 'V': printf("ringpoint %s\n", PACKAGE_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -198,6 +272,8 @@ int main(int argc, char **argv)
     switch (mode) {
     case MODE_BUILD:  return print_build();
     case MODE_SINGLE: return print_rank(true);
+    case MODE_SETTINGS: return print_settings();
+    case MODE_TABLE:  return print_settings_table();
     default:          return print_rank(false);
     }
 }

@@ -72,23 +72,6 @@ static uint64_t rp_live_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-rp_status_t rp__live_timeout_env(uint64_t *timeout_s)
-{
-    const char *v = getenv("RINGPOINT_PEER_TIMEOUT");
-    char err[128];
-
-    *timeout_s = RP_LIVE_DEFAULT_TIMEOUT_S;
-    if (v == NULL || *v == '\0') {
-        return RP_OK;
-    }
-    if (rp__parse_duration(v, timeout_s, err, sizeof(err)) != RP_OK) {
-        rp_error("RINGPOINT_PEER_TIMEOUT='%s': %s (a duration such as 20s; "
-                 "0 turns the check off)", v, err);
-        return RP_ERR_INVALID_ARG;
-    }
-    return RP_OK;
-}
-
 /* This host's IPv4 addresses that another host could reach: up, not
  * loopback. */
 static void rp_live_addrs(rp_live_card_t *card)

@@ -28,8 +28,6 @@
 
 #include "ringpoint/status.h"
 
-/* The default of RINGPOINT_PEER_TIMEOUT, seconds. */
-#define RP_LIVE_DEFAULT_TIMEOUT_S 20
 /* Addresses of a host that a card carries. */
 #define RP_LIVE_MAX_ADDRS 4
 
@@ -42,10 +40,6 @@ typedef struct rp_live_card {
 } rp_live_card_t;
 
 typedef struct rp_live rp_live_t;
-
-/* Read RINGPOINT_PEER_TIMEOUT: seconds into *timeout_s (0: off). A bad
- * value is logged and RP_ERR_INVALID_ARG. */
-rp_status_t rp__live_timeout_env(uint64_t *timeout_s);
 
 /* Open the socket of process @rank of @size and fill @card. The thread
  * starts with the first watched peer. */

@@ -9,11 +9,12 @@
 #include <string.h>
 
 rp_status_t rp__transport_create(const char *name, rp_bootstrap_t *bs,
+                                 const rp__transport_settings_t *set,
                                  rp_transport_t **tp_p)
 {
     if (strcmp(name, "ucx") == 0) {
 #ifdef HAVE_UCX
-        return rp__transport_ucx_create(bs, tp_p);
+        return rp__transport_ucx_create(bs, set, tp_p);
 #else
         rp_error("transport: this ringpoint was built without UCX; "
                  "%d ranks cannot communicate", bs->size);

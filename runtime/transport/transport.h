@@ -90,17 +90,29 @@ struct rp_transport {
     void *impl;
 };
 
+/* The transport's settings, filled in by rp_init from the settings table
+ * (the transport does not read the environment for RINGPOINT_*). */
+typedef struct rp__transport_settings {
+    uint64_t peer_timeout_s; /* RINGPOINT_PEER_TIMEOUT; 0: no pings */
+    bool peer_errmode;       /* RINGPOINT_UCX_PEER_ERRMODE given */
+    int oversubscribed;      /* RINGPOINT_COLL_OVERSUBSCRIBED: 1, 0;
+                                -1: more ranks on the node than CPUs */
+} rp__transport_settings_t;
+
 /* Create the host-memory transport ("ucx") and publish its address through
  * @bs. Call before the bootstrap fence that makes puts visible; connecting
  * to a peer reads that peer's address afterwards. */
 rp_status_t rp__transport_create(const char *name, rp_bootstrap_t *bs,
+                                 const rp__transport_settings_t *set,
                                  rp_transport_t **tp_p);
 
 /* Destroy; NULL is ignored. */
 void rp__transport_destroy(rp_transport_t *tp);
 
 #ifdef HAVE_UCX
-rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p);
+rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs,
+                                     const rp__transport_settings_t *set,
+                                     rp_transport_t **tp_p);
 #endif
 
 #endif /* RP_TRANSPORT_H */

@@ -116,6 +116,7 @@ typedef struct rp_ucx {
     char key[48];       /* where the addresses are published */
     rp_live_t *live;    /* pings remote peers' hosts; NULL: off */
     uint64_t live_timeout_s;
+    bool peer_errmode; /* RINGPOINT_UCX_PEER_ERRMODE */
 } rp_ucx_t;
 
 /* Fill all of @card but its live part. */
@@ -280,7 +281,7 @@ static rp_status_t rp_ucx_connect_ep(rp_transport_t *tp, int rank,
     params.address = (const ucp_address_t *)((char *)addr + sizeof(card));
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     if (rp_ucx_same_host(&ucx->card, &card) &&
-        getenv("RINGPOINT_UCX_PEER_ERRMODE") == NULL) {
+        !ucx->peer_errmode) {
         params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
         peer->pid = (pid_t)card.pid;
     }
@@ -880,11 +881,16 @@ static bool rp_ucx_net_devices(char *buf, size_t len)
     return bridges && other && used > 0;
 }
 
-/* More ranks on this node than CPUs (as the collectives judge it). */
-static bool rp_ucx_oversubscribed(const rp_bootstrap_t *bs)
+/* More ranks on this node than CPUs, as the collectives judge it: the
+ * count, unless RINGPOINT_COLL_OVERSUBSCRIBED (@forced: 1, 0; -1 unset)
+ * says where it misleads. */
+static bool rp_ucx_oversubscribed(const rp_bootstrap_t *bs, int forced)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
+    if (forced >= 0) {
+        return forced == 1;
+    }
     return cpus > 0 && bs->local_size > cpus;
 }
 
@@ -940,7 +946,9 @@ static const rp_transport_ops_t rp_ucx_ops = {
     .destroy = rp_ucx_destroy,
 };
 
-rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
+rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs,
+                                     const rp__transport_settings_t *set,
+                                     rp_transport_t **tp_p)
 {
     ucp_worker_params_t wparams;
     ucp_params_t params;
@@ -972,10 +980,8 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
         ucx->peers[i].ucx = ucx;
         ucx->peers[i].rank = i;
     }
-    status = rp__live_timeout_env(&ucx->live_timeout_s);
-    if (status != RP_OK) {
-        goto err_free;
-    }
+    ucx->live_timeout_s = set->peer_timeout_s;
+    ucx->peer_errmode = set->peer_errmode;
 
     status = RP_ERR_TRANSPORT;
     st = ucp_config_read(NULL, NULL, &config);
@@ -1015,7 +1021,8 @@ rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p)
     shared = rp_ucx_may_share_host(bs, &why);
     if (rp_ucx_net_is_tcp(bs) && (rp_ucx_tls_tcp_only() || !shared)) {
         rndv = "512k";
-    } else if (rp_ucx_net_is_tcp(bs) || rp_ucx_oversubscribed(bs)) {
+    } else if (rp_ucx_net_is_tcp(bs) ||
+               rp_ucx_oversubscribed(bs, set->oversubscribed)) {
         rndv = "64k";
     } else {
         rndv = NULL;

@@ -17,7 +17,11 @@ typedef enum rp_log_level {
 } rp_log_level_t;
 
 /* Current threshold; messages above it are dropped. Read once from
- * RINGPOINT_LOG_LEVEL (error|warn|info|debug or 0-3) on first use. */
+ * RINGPOINT_LOG_LEVEL (error|warn|info|debug or 0-3) on first use: the one
+ * RINGPOINT_* variable read outside the runtime's settings table, because
+ * the plugin and the tools log before any rp_init (and util/ includes
+ * nothing above it). A malformed value reads as warn here; rp_init checks
+ * it against the table, refuses it, and sets the level it read. */
 rp_log_level_t rp__log_level(void);
 
 /* Override the threshold (tests, tools with -v). */

@@ -62,10 +62,10 @@ tests_fuzz_fuzz_restore_CPPFLAGS = $(FUZZ_CPPFLAGS)
 tests_fuzz_fuzz_restore_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_restore_LDFLAGS = $(FUZZ_LINKFLAGS)
 
-# The runtime's RINGPOINT_* reading; settings.c and the helpers only.
+# The runtime's RINGPOINT_* reading; the settings table and the helpers only.
 tests_fuzz_fuzz_settings_SOURCES = tests/fuzz/fuzz_settings.c $(FUZZ_COMMON) \
-	runtime/core/settings.c
-tests_fuzz_fuzz_settings_CPPFLAGS = $(FUZZ_CPPFLAGS)
+	runtime/core/settings_table.c
+tests_fuzz_fuzz_settings_CPPFLAGS = $(FUZZ_CPPFLAGS) -DRP_SYSCONFDIR='"$(sysconfdir)"'
 tests_fuzz_fuzz_settings_LDADD = $(FUZZ_UTIL_LIBS)
 tests_fuzz_fuzz_settings_LDFLAGS = $(FUZZ_LINKFLAGS)
 
@@ -74,8 +74,9 @@ tests_fuzz_fuzz_settings_LDFLAGS = $(FUZZ_LINKFLAGS)
 if HAVE_SLURM
 FUZZ_TARGETS += tests/fuzz/fuzz_options
 tests_fuzz_fuzz_options_SOURCES = tests/fuzz/fuzz_options.c $(FUZZ_COMMON) \
-	spank/admin.c spank/ckpt_dir.c runtime/core/settings.c
-tests_fuzz_fuzz_options_CPPFLAGS = $(FUZZ_CPPFLAGS) $(SLURM_CPPFLAGS)
+	spank/admin.c spank/ckpt_dir.c runtime/core/settings_table.c
+tests_fuzz_fuzz_options_CPPFLAGS = $(FUZZ_CPPFLAGS) $(SLURM_CPPFLAGS) \
+	-DRP_SYSCONFDIR='"$(sysconfdir)"'
 # clang's -Wshadow counts the callbacks' optarg parameters against getopt's.
 tests_fuzz_fuzz_options_CFLAGS = $(AM_CFLAGS) -Wno-shadow
 tests_fuzz_fuzz_options_LDADD = $(FUZZ_UTIL_LIBS)

@@ -34,7 +34,7 @@ static int check_uid(unsigned gens)
     rp_bootstrap_t *bs = NULL;
     unsigned char uid[RP_GPU_UID_BYTES];
 
-    if (rp__bootstrap_init(false, &bs) != RP_OK) {
+    if (rp__bootstrap_init(false, NULL, &bs) != RP_OK) {
         return 1;
     }
     for (unsigned gen = 0; gen < gens; gen++) {

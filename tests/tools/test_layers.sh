@@ -56,6 +56,29 @@ check "runtime/bootstrap/ includes only util/" "$(only_below runtime/bootstrap '
 check "runtime/transport/ includes only bootstrap/ and util/" "$(only_below runtime/transport 'transport|bootstrap|util')"
 check "runtime/signal/ includes only util/" "$(only_below runtime/signal 'signal|util')"
 
+# The floors above: core/ is the ground every upper layer stands on (the
+# context, the settings table, the peers' cards), so it includes nothing of
+# them; rp_init and rp_finalize live on the top floor, runtime/init.c, the
+# one file that starts the layers. The collectives sit below the
+# checkpoint and the GPU path; the GPU path below the checkpoint; the
+# runtime includes nothing of its tools.
+check "runtime/core/ includes only bootstrap/, transport/, signal/ and util/" "$(only_below runtime/core 'core|bootstrap|transport|signal|util')"
+check "runtime/coll/ includes nothing of ckpt/ or tools/" "$(includes runtime/coll | grep -E '"(ckpt|tools)/')"
+check "runtime/gpu/ includes nothing of ckpt/ or tools/" "$(includes runtime/gpu | grep -E '"(ckpt|tools)/')"
+check "runtime/ckpt/ includes nothing of tools/" "$(includes runtime/ckpt | grep -E '"tools/')"
+check "only runtime/init.c starts the layers (bootstrap, transport, collectives, GPU path)" "$(find runtime -name '*.c' ! -path runtime/init.c -print0 |
+    xargs -0 -r grep -Hn -E '\brp__(bootstrap_init|transport_create|comm_create|gpu_init)[[:space:]]*\(' |
+    grep -v -E '^runtime/(bootstrap/bootstrap|transport/transport|coll/comm|gpu/gpu)\.c:[0-9]+:rp_status_t ')"
+
+# Every RINGPOINT_* variable is read once, by the settings table at
+# rp_init (runtime/core/settings_table.c), and handed to the layers.
+# Exceptions: util/log.c's level (logged before any rp_init, by the plugin
+# too) and util/step_marker.h, the plugin's private channel to the
+# runtime, not a setting.
+check "only runtime/core/settings_table.c reads RINGPOINT_* variables" "$(grep -rnE '(secure_)?getenv[[:space:]]*\([[:space:]]*("RINGPOINT_|RP_[A-Z_]*_ENV)' runtime |
+    grep -v -e '^runtime/core/settings_table\.c:' -e '^runtime/util/log\.c:.*"RINGPOINT_LOG_LEVEL"' \
+        -e '^runtime/util/step_marker\.h:.*RP_STEP_MARKER_ENV')"
+
 # The Python package reaches the library only through the public API: every
 # function it declares to ctypes is one the public headers declare.
 check "python/ringpoint declares only functions of include/ringpoint" "$(

@@ -9,8 +9,9 @@
 #   ringpoint-{ckpt,bench,info,example-train}(1): every option of --help;
 #   libringpoint(3): every RP_API function of the public headers, and with
 #     ringpoint(8) an ENVIRONMENT entry for every RINGPOINT_* variable that
-#     runtime/ reads (but the plugin's private step channel and the tests'
-#     fault injection);
+#     runtime/ reads (but the plugin's private step channel and markers
+#     and the tests' fault injection); and its ENVIRONMENT is exactly the
+#     settings table's (ringpoint-info --settings-table), both ways;
 #   every page: no placeholder left, and groff finds nothing to warn about.
 set -u
 src=${srcdir:-.}
@@ -57,7 +58,7 @@ in_list() { # in_list NAME WANT HAVE: every line of WANT in HAVE
     fi
 }
 
-echo "1..13"
+echo "1..15"
 
 # ---- ringpoint(8)
 page=doc/man/ringpoint.8
@@ -106,13 +107,20 @@ api=$(cat "$src"/include/ringpoint/*.h |
 page_api=$(headings "$page" | sed -n 's/^FUNCTIONS\t\([a-z_0-9]*\)().*/\1/p')
 in_list "libringpoint.3 lists every RP_API function of include/ringpoint/" "$api" "$page_api"
 lib_envs=$(grep -rhoE '"RINGPOINT_[A-Z0-9_]+"' "$src/runtime" --include='*.c' --include='*.h' |
-           tr -d '"' | grep -vxE 'RINGPOINT_(STEP_FD|CKPT_FAULT)' | sort -u)
+           tr -d '"' | grep -vxE 'RINGPOINT_(STEP_FD|CKPT_FAULT|PLUGIN_SET|SITE_INTERVAL)' | sort -u)
 plugin_page=doc/man/ringpoint.8
 [ -f "$plugin_page" ] || plugin_page=$src/doc/man/ringpoint.8.in
 page_envs=$( (headings "$page"; headings "$plugin_page") |
             sed -n 's/^ENVIRONMENT\t\(RINGPOINT_[A-Z0-9_]*\).*/\1/p')
 in_list "libringpoint.3 and ringpoint.8 document every RINGPOINT_* variable of runtime/" \
     "$lib_envs" "$page_envs"
+
+table_envs=$(runtime/tools/ringpoint-info --settings-table | cut -f1)
+lib_page_envs=$(headings "$page" | sed -n 's/^ENVIRONMENT\t\(RINGPOINT_[A-Z0-9_]*\).*/\1/p')
+in_list "libringpoint.3 documents every entry of the settings table" \
+    "$table_envs" "$lib_page_envs"
+in_list "libringpoint.3 documents no setting the table lacks" \
+    "$lib_page_envs" "$table_envs"
 
 # ---- every page
 pages=$(ls doc/man/*.[138] 2>/dev/null)

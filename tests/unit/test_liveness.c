@@ -40,25 +40,6 @@ static void to_loopback(rp_live_card_t *card)
     card->addrs[1] = 0;
 }
 
-static void test_timeout_env(void **state)
-{
-    uint64_t t;
-
-    (void)state;
-    unsetenv("RINGPOINT_PEER_TIMEOUT");
-    assert_int_equal(rp__live_timeout_env(&t), RP_OK);
-    assert_int_equal(t, RP_LIVE_DEFAULT_TIMEOUT_S);
-    setenv("RINGPOINT_PEER_TIMEOUT", "1m", 1);
-    assert_int_equal(rp__live_timeout_env(&t), RP_OK);
-    assert_int_equal(t, 60);
-    setenv("RINGPOINT_PEER_TIMEOUT", "0", 1);
-    assert_int_equal(rp__live_timeout_env(&t), RP_OK);
-    assert_int_equal(t, 0);
-    setenv("RINGPOINT_PEER_TIMEOUT", "20 s", 1);
-    assert_int_equal(rp__live_timeout_env(&t), RP_ERR_INVALID_ARG);
-    unsetenv("RINGPOINT_PEER_TIMEOUT");
-}
-
 static void test_answering_peer_then_lost(void **state)
 {
     rp_live_card_t ca, cb;
@@ -125,7 +106,6 @@ static void test_never_answered_is_not_judged(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timeout_env),
         cmocka_unit_test(test_answering_peer_then_lost),
         cmocka_unit_test(test_never_answered_is_not_judged),
     };
