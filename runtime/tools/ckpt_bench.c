@@ -41,10 +41,10 @@
  */
 #include "config.h"
 
-#include "ckpt/catalog.h"
-#include "ckpt/engine.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/layout.h"
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/layout.h"
 #include "core/context.h"
 #include "ringpoint.h"
 #include "tools/ckpt_bench.h"

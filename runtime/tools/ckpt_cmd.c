@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/catalog.h"
-#include "ckpt/layout.h"
-#include "ckpt/manifest.h"
-#include "ckpt/validate.h"
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/catalog/validate.h"
 #include "util/parse.h"
 
 /* One command's arguments, checked against what it takes. */

@@ -15,7 +15,7 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
-#include "ckpt/manifest.h"
+#include "ckpt/format/manifest.h"
 
 static uint32_t pick_world(fuzz_in_t *in)
 {

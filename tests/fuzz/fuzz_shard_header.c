@@ -17,8 +17,8 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/shard.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/shard.h"
 
 static uint32_t le32(const uint8_t *p)
 {

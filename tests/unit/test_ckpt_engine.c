@@ -18,12 +18,12 @@
 
 #include <cmocka.h>
 
-#include "ckpt/crc32c.h"
-#include "ckpt/engine.h"
-#include "ckpt/layout.h"
-#include "ckpt/pcopy.h"
-#include "ckpt/shard.h"
-#include "ckpt/shardio.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/write/pcopy.h"
+#include "ckpt/format/shard.h"
+#include "ckpt/format/shardio.h"
 #include "core/settings.h"
 #include "util/log.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ckpt/crc32c.h"
+#include "ckpt/format/crc32c.h"
 
 /* Deterministic generator so failures reproduce. */
 static uint64_t test_rng_state = 0x9E3779B97F4A7C15ull;

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/crc32c.h"
-#include "ckpt/layout.h"
-#include "ckpt/manifest.h"
-#include "ckpt/manifest_int.h"
-#include "ckpt/shard.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/format/manifest_int.h"
+#include "ckpt/format/shard.h"
 
 static uint64_t test_rng_state = 0x2545F4914F6CDD1Dull;
 

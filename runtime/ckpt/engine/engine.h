@@ -1,0 +1,306 @@
+/*
+ * The checkpoint engine: what a context knows about the application's
+ * registered state, and the coordinated checkpoint built on the format
+ * layer and the collectives.
+ *
+ *   regions.c  registration, the stream / per-rank layout, the table hash
+ *   engine.c   the safe point: the collective decision, the state machine
+ *   commit.c   two-phase commit: begin (in-flight dir), write, finish
+ *   async.c    staging buffers and the background writer thread
+ *   shardio.c  the durable file steps of one checkpoint (a shard from
+ *              memory segments, the manifest, the commit rename), shared
+ *              with the format layer's one-process writer; sync shard
+ *              writes through a ring of bounce buffers and a writer thread
+ *   cursor.c   the payload cursor: segments copied and checksummed in one
+ *              pass (shardio.h)
+ *   worker.c   a helper thread, one job at a time (the restore's reads)
+ *   pcopy.c    the async snapshot's copy split between a rank's idle cores
+ *   devstage.c device regions copied to page-locked host memory (through
+ *              the GPU module) and back
+ *   budget.c   the time a stop has, and whether its checkpoint fits
+ *   watchdog.c ends a stop whose checkpoint write hangs past that time
+ *   reader*.c  restore on any world size, with fall-back on bad CRCs
+ *              (reader.h says which file does what)
+ *   api.c      the public functions (argument checks)
+ * The format layer's files (manifest, shard header, validator, catalog,
+ * retention) are listed in catalog.h.
+ *
+ * Threads: only the application's thread runs collectives. The writer
+ * thread of async mode writes and fsyncs this rank's shard and nothing
+ * else; the agreement, CRC gather and manifest commit of that checkpoint
+ * run on the application's thread at a later safe point (the next
+ * rp_step that finds every rank's write finished, a stop, rp_checkpoint,
+ * or rp_finalize), because two threads must never run collectives on one
+ * communicator.
+ */
+#ifndef RP_CKPT_ENGINE_H
+#define RP_CKPT_ENGINE_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringpoint/ckpt.h"
+#include "ckpt/engine/budget.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/write/pcopy.h"
+#include "ckpt/format/shardio.h"
+#include "util/log.h"
+
+/* Regions of each kind are laid out in registration order, each starting
+ * on a multiple of this (cache-line aligned copies; the gaps are zero). */
+#define RP_CKPT_REGION_ALIGN 64u
+
+/* Committed checkpoints whose durations estimate the next one. */
+#define RP_CKPT_RECENT 4
+
+/* "<root>/<checkpoint name>" for messages; the root is at most 4095. */
+#define RP_CKPT_LABEL_MAX (4096 + RP_CKPT_NAME_MAX + 2)
+
+typedef struct rp__ckpt_reg {
+    char name[RP_CKPT_REGION_NAME_MAX + 1];
+    rp__ckpt_region_kind_t kind;
+    void *addr;
+    uint64_t size;
+    uint64_t offset; /* in the stream or in the per-rank section */
+    bool device;     /* GPU memory, staged through ckpt/devstage.h */
+} rp__ckpt_reg_t;
+
+/* One checkpoint between begin and finish. */
+typedef struct rp__ckpt_pending {
+    bool active;
+    uint64_t step;
+    /* The region table as it was at begin: the manifest, the other ranks'
+     * chunk counts and the figures are built from this copy, so the
+     * application may change its table while the write is in flight. */
+    rp__ckpt_region_t *layout;
+    uint32_t nlayout;
+    uint64_t stream_len, per_rank_len;
+    char inflight[RP_CKPT_NAME_MAX];
+    char committed[RP_CKPT_NAME_MAX];
+    uint8_t ckpt_id[RP_CKPT_ID_SIZE];
+    uint64_t created_ns;
+    int cfd;                  /* the in-flight directory, every rank */
+    uint64_t stripe_off, stripe_len, payload_len;
+    uint32_t nchunks;
+    /* The agreement buffer: per rank an ok flag, a chunk count and maxn
+     * CRC slots (commit.c); this rank's CRCs are written into its slot. */
+    int32_t *agree;
+    uint32_t maxn;
+    uint32_t *crcs;           /* this rank's chunk CRCs, inside @agree */
+    rp_status_t write_status; /* this rank's shard write */
+    rp__ckpt_write_stats_t wstats;
+    uint64_t t_begin_ns;
+    bool postponed;           /* a checkpoint was put off for this write */
+} rp__ckpt_pending_t;
+
+/* Figures of the last checkpoint and restore, for ringpoint-ckpt bench. */
+typedef struct rp__ckpt_stats {
+    uint64_t bytes_total;     /* payload bytes of all shards */
+    uint64_t stall_ns;        /* time the last checkpointing rp_step /
+                                 rp_checkpoint held the caller */
+    uint64_t write_ns;        /* this rank's shard write, fsync included */
+    uint64_t commit_ns;       /* agreement + gather + manifest + rename */
+    uint64_t total_ns;        /* begin to durable commit */
+    uint64_t restore_ns;
+    uint64_t restore_bytes;   /* replicated + per-rank bytes restored */
+    uint64_t staging_bytes;   /* host memory held for staging, peak */
+    bool direct;              /* O_DIRECT was used */
+    /* Phases, this rank, last checkpoint / restore (ringpoint-ckpt bench
+     * prints them beside the raw device figures): */
+    uint64_t snap_ns;         /* async: snapshot copy + CRC into staging */
+    uint64_t stage_ns;        /* device regions: GPU -> pinned staging */
+    uint64_t fill_ns;         /* sync: copy + CRC into the bounce buffers */
+    uint64_t pwrite_ns;       /* time in pwrite of the payload */
+    uint64_t fsync_ns;        /* the shard's fsync */
+    uint64_t vote_ns;         /* commit: the vote, waiting for the slowest
+                                 rank's write included */
+    uint64_t manifest_ns;     /* commit, rank 0: manifest write + fsync */
+    uint64_t rename_ns;       /* commit, rank 0: dir fsync, rename, fsync */
+    uint64_t outcome_ns;      /* commit: the collective with rank 0's
+                                 result */
+    uint64_t begin_ns;        /* begin: rank 0's mkdir, the broadcast */
+    uint64_t prune_ns;        /* rank 0: retention after the commit (on a
+                                 helper thread, off the stall) */
+    uint64_t rd_read_ns;      /* restore: reading this rank's stripe */
+    uint64_t rd_crc_ns;       /* restore: CRC checks not hidden in a copy */
+    uint64_t rd_gather_ns;    /* restore: the allgather rounds */
+    uint64_t rd_scatter_ns;   /* restore: copies into the regions */
+    uint64_t rd_wait_ns;      /* restore: the verdict, waiting for the
+                                 slowest rank's reads included */
+} rp__ckpt_stats_t;
+
+typedef struct rp__ckpt_engine {
+    struct rp_context *ctx;
+    uint32_t rank, size;
+
+    rp__ckpt_reg_t *regs;
+    uint32_t nregs, cap;
+    uint64_t stream_len, per_rank_len;
+    /* The table was checked across ranks since its last change (a new,
+     * removed or resized region; an address change needs no check). */
+    bool checked;
+    bool clock_started; /* the interval clock runs (first collective use) */
+    uint64_t layout_gen; /* bumped at every change of the layout */
+
+    /* settings (from the context's) */
+    char dir[4096];
+    uint64_t interval_s, every, keep, chunk_size;
+    bool async;
+    rp__ckpt_fault_t fault;
+    uint32_t fault_rank;
+    uint64_t fault_step;
+
+    int rootfd;     /* the checkpoint root, once it exists */
+    bool cleaned;   /* leftovers removed (rank 0) */
+    bool have_step;
+    uint64_t last_step;
+    uint64_t last_ckpt_ns; /* rank 0's clock, for the interval */
+
+    volatile sig_atomic_t stop_requested;
+    bool stopped;   /* a stop checkpoint was committed and reported */
+
+    rp__ckpt_pending_t pend;
+
+    /* async mode */
+    unsigned char *staging;
+    size_t staging_len;
+    pthread_t thread;
+    bool thread_up;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool job_posted;   /* a shard write waits for / is in the thread */
+    bool job_done;     /* the thread finished it */
+    bool quit;
+    /* The snapshot's segments until the writer has checksummed staging
+     * (and copied in the device bytes that still sit in the pinned
+     * staging of the device regions) before writing (async.c). */
+    rp__ckpt_seg_t *defer_segs;
+    size_t defer_nsegs;
+    /* The snapshot copy's threads (pcopy.h): how many it may use, and
+     * the pool, made at the first snapshot that has bytes to share. */
+    unsigned copy_threads;
+    rp__ckpt_pcopy_t *pcopy;
+    bool pcopy_tried;
+
+    rp__ckpt_stats_t stats;
+
+    /* rank 0: retention after a commit runs on this thread (commit.c) */
+    pthread_t prune_th;
+    bool prune_up;
+
+    struct rp__ckpt_devstage *dev; /* device regions' staging; NULL: none */
+
+    /* the stop budget (rank 0 decides) */
+    rp__job_limits_t limits;
+    uint64_t ckpt_timeout_ns; /* RINGPOINT_CKPT_TIMEOUT (watchdog.h); 0 */
+    uint64_t recent_ns[RP_CKPT_RECENT]; /* begin to commit, newest last */
+    unsigned nrecent;
+    bool have_ckpt_step; /* the newest committed (or restored) checkpoint */
+    uint64_t ckpt_step;
+} rp__ckpt_engine_t;
+
+/* The engine of @ctx, created on first use. NULL only when out of
+ * memory (logged). */
+rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx);
+
+/* Finish any checkpoint in flight (collective), stop the writer thread,
+ * free everything. Called by rp_finalize before the collectives go. */
+void rp__ckpt_engine_destroy(struct rp_context *ctx);
+
+/* Ask for a stop: the next rp_step on every rank takes a checkpoint and
+ * reports stop. Async-signal-safe (sets a sig_atomic_t). */
+void rp__ckpt_request_stop(struct rp_context *ctx);
+
+/* regions.c */
+rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
+                                 void *addr, size_t size,
+                                 rp__ckpt_region_kind_t kind);
+/* Point region @name at @addr / @size (rp_region_update). */
+rp_status_t rp__ckpt_regions_update(rp__ckpt_engine_t *e, const char *name,
+                                    void *addr, size_t size);
+/* Drop region @name (rp_region_unregister). */
+rp_status_t rp__ckpt_regions_remove(rp__ckpt_engine_t *e, const char *name);
+/* Check on every rank that all registered the same table (collective,
+ * always one allgather, whatever this rank's e->checked says: ranks that
+ * disagree get an error, never a mismatched collective). Sets e->checked. */
+rp_status_t rp__ckpt_regions_check(rp__ckpt_engine_t *e);
+/* Segments of this rank's payload: stripe [@off, @off+@len) of the stream,
+ * then the per-rank section. *@segs_p is malloc'd. */
+rp_status_t rp__ckpt_regions_segments(const rp__ckpt_engine_t *e,
+                                      uint64_t off, uint64_t len,
+                                      rp__ckpt_seg_t **segs_p,
+                                      size_t *nsegs_p);
+long rp__ckpt_regions_find(const rp__ckpt_engine_t *e, const char *name);
+
+/* commit.c */
+/* Collective. Rank 0 makes the in-flight directory; all open it and
+ * size this rank's part. RP_ERR_STATE: step already committed (skip). */
+rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step);
+/* This rank's shard from the registered memory, through a bounce buffer
+ * (sync mode), into e->pend.write_status. */
+void rp__ckpt_write_sync(rp__ckpt_engine_t *e);
+/* This rank's shard from staging (async mode; CRCs already computed).
+ * Runs on the writer thread, or inline for a checkpoint waited for. */
+rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e);
+/* Collective: agree, gather CRCs, commit, prune. Always ends the pending
+ * checkpoint; returns RP_OK when it is durable on every rank's word. */
+rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e);
+/* Make sure the root exists (rank 0 creates it) and is open; collective
+ * only in the sense that every rank calls it at the same point. */
+rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create);
+/* Rank 0, before the engine's first write or restore: remove the
+ * in-flight directories a killed job left (no writer of this job has run
+ * yet, so they can only be debris), once; said at @level after @who. */
+void rp__ckpt_cleanup_once(rp__ckpt_engine_t *e, rp_log_level_t level,
+                           const char *who);
+/* mkdir -p @path, each component with the user's umask (logged). */
+rp_status_t rp__ckpt_mkdirs(const char *path);
+/* Rank 0, after a commit: apply retention on a helper thread, so the
+ * deletions of old checkpoints (100 ms and more here for 256 MiB) are not
+ * in the training loop's time. Joined before anything else looks at the
+ * directory's list: the next begin, restore, find, and destroy. */
+void rp__ckpt_prune_start(rp__ckpt_engine_t *e);
+void rp__ckpt_prune_join(rp__ckpt_engine_t *e);
+/* Fault knob for this rank and step. */
+rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e,
+                                    uint64_t step);
+
+/* async.c */
+rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e);
+/* The part of a snapshot left off the caller's time (device bytes from
+ * pinned staging, the chunk CRCs); no-op when there is none. Called before
+ * the staged shard is written, on whichever thread writes it. */
+void rp__ckpt_async_complete(rp__ckpt_engine_t *e);
+/* Hand the staged shard to the writer thread. */
+rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e);
+/* Has the writer finished the posted shard? Non-blocking. */
+bool rp__ckpt_async_done(rp__ckpt_engine_t *e);
+/* Block until the writer finished the posted shard. */
+void rp__ckpt_async_wait(rp__ckpt_engine_t *e);
+void rp__ckpt_async_stop(rp__ckpt_engine_t *e);
+
+/* reader.c, reader_find.c */
+/* Restore the newest complete checkpoint that reads well on every rank,
+ * falling back to older ones; with @exact, only the checkpoint of @step
+ * (RP_ERR_NOT_FOUND: not a complete checkpoint; RP_ERR_CORRUPT: unusable
+ * on some rank; never a fall-back). */
+rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
+                             size_t nnames, bool exact, uint64_t step,
+                             rp_restore_info_t *info);
+/* Collective: the newest complete checkpoint older than @before_step as
+ * restore would choose it, and its region table on every rank. */
+rp_status_t rp__ckpt_find(rp__ckpt_engine_t *e, uint64_t before_step,
+                          rp_ckpt_desc_t *desc);
+
+/* engine.c */
+rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
+                          rp_step_result_t *result);
+rp_status_t rp__ckpt_checkpoint_now(rp__ckpt_engine_t *e, uint64_t step);
+/* Copy of the figures, for the benchmark. */
+void rp__ckpt_get_stats(struct rp_context *ctx, rp__ckpt_stats_t *st);
+
+#endif /* RP_CKPT_ENGINE_H */
