@@ -56,6 +56,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/format/crc32c.c runtime/ckpt/format/crc32c.h \
 	runtime/ckpt/format/fileio.c runtime/ckpt/format/fileio.h \
 	runtime/ckpt/format/layout.c runtime/ckpt/format/layout.h \
+	runtime/ckpt/format/manifest_grammar.c runtime/ckpt/format/manifest_grammar.h \
 	runtime/ckpt/format/manifest.c runtime/ckpt/format/manifest.h \
 	runtime/ckpt/format/manifest_int.h runtime/ckpt/format/manifest_encode.c \
 	runtime/ckpt/format/manifest_parse.c \
@@ -69,16 +70,19 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/engine/budget.c runtime/ckpt/engine/budget.h \
 	runtime/ckpt/engine/watchdog.c runtime/ckpt/engine/watchdog.h \
 	runtime/ckpt/engine/engine.c runtime/ckpt/engine/engine.h \
-	runtime/ckpt/engine/regions.c \
+	runtime/ckpt/engine/regions.c runtime/ckpt/engine/regions.h \
+	runtime/ckpt/engine/root.c runtime/ckpt/engine/root.h \
 	runtime/ckpt/engine/devstage.c runtime/ckpt/engine/devstage.h \
 	runtime/ckpt/engine/api.c \
 	runtime/ckpt/write/write_local.c runtime/ckpt/write/write_local.h \
 	runtime/ckpt/write/pcopy.c runtime/ckpt/write/pcopy.h \
-	runtime/ckpt/write/commit.c \
-	runtime/ckpt/write/async.c \
+	runtime/ckpt/write/commit.c runtime/ckpt/write/commit.h \
+	runtime/ckpt/write/async.c runtime/ckpt/write/async.h \
+	runtime/ckpt/read/reader_int.h \
 	runtime/ckpt/read/reader.c runtime/ckpt/read/reader.h \
-	runtime/ckpt/read/reader_plan.c runtime/ckpt/read/reader_shard.c \
-	runtime/ckpt/read/reader_find.c
+	runtime/ckpt/read/reader_plan.c runtime/ckpt/read/reader_plan.h \
+	runtime/ckpt/read/reader_shard.c runtime/ckpt/read/reader_shard.h \
+	runtime/ckpt/read/reader_find.c runtime/ckpt/read/reader_find.h
 runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"' \
 	-DRP_SYSCONFDIR='"$(sysconfdir)"'
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -56,6 +56,12 @@ check "runtime/bootstrap/ includes only util/" "$(only_below runtime/bootstrap '
 check "runtime/transport/ includes only bootstrap/ and util/" "$(only_below runtime/transport 'transport|bootstrap|util')"
 check "runtime/signal/ includes only util/" "$(only_below runtime/signal 'signal|util')"
 
+# The checkpoint format and catalog stand alone: ringpoint-ckpt judges,
+# lists and prunes a directory with them and no context, so they include
+# nothing of the engine, the writer or the reader.
+check "runtime/ckpt/format/ and catalog/ include no ckpt/engine/, write/ or read/ header" "$(includes runtime/ckpt/format runtime/ckpt/catalog |
+    grep -E '#[[:space:]]*include[[:space:]]*"ckpt/(engine|write|read)/')"
+
 # The Python package reaches the library only through the public API: every
 # function it declares to ctypes is one the public headers declare.
 check "python/ringpoint declares only functions of include/ringpoint" "$(

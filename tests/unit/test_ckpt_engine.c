@@ -18,12 +18,13 @@
 
 #include <cmocka.h>
 
-#include "ckpt/format/crc32c.h"
 #include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/format/crc32c.h"
 #include "ckpt/format/layout.h"
-#include "ckpt/write/pcopy.h"
 #include "ckpt/format/shard.h"
 #include "ckpt/format/shardio.h"
+#include "ckpt/write/pcopy.h"
 #include "core/settings.h"
 #include "util/log.h"
 

@@ -21,6 +21,7 @@
 
 #include "ringpoint.h"
 #include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
 #include "ckpt/format/shard.h"
 #include "core/context.h"
 

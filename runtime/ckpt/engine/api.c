@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ringpoint/ckpt.h"
 #include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/read/reader.h"
+#include "ckpt/read/reader_find.h"
 #include "core/context.h"
 #include "core/fork.h"
-#include "util/step_marker.h"
+#include "ringpoint/ckpt.h"
 #include "util/log.h"
+#include "util/step_marker.h"
 
 /* The public table descriptions are bound by layout (ctypes): keep them. */
 _Static_assert(RP_REGION_NAME_MAX == RP_CKPT_REGION_NAME_MAX,

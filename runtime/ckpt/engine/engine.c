@@ -26,10 +26,14 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
-#include "core/context.h"
 #include "ckpt/engine/devstage.h"
-#include "ckpt/format/fileio.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/engine/root.h"
 #include "ckpt/engine/watchdog.h"
+#include "ckpt/format/fileio.h"
+#include "ckpt/write/async.h"
+#include "ckpt/write/commit.h"
+#include "core/context.h"
 #include "ringpoint/coll.h"
 #include "signal/signal.h"
 #include "util/log.h"

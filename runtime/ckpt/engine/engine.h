@@ -215,90 +215,12 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx);
  * reports stop. Async-signal-safe (sets a sig_atomic_t). */
 void rp__ckpt_request_stop(struct rp_context *ctx);
 
-/* regions.c */
-rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
-                                 void *addr, size_t size,
-                                 rp__ckpt_region_kind_t kind);
-/* Point region @name at @addr / @size (rp_region_update). */
-rp_status_t rp__ckpt_regions_update(rp__ckpt_engine_t *e, const char *name,
-                                    void *addr, size_t size);
-/* Drop region @name (rp_region_unregister). */
-rp_status_t rp__ckpt_regions_remove(rp__ckpt_engine_t *e, const char *name);
-/* Check on every rank that all registered the same table (collective,
- * always one allgather, whatever this rank's e->checked says: ranks that
- * disagree get an error, never a mismatched collective). Sets e->checked. */
-rp_status_t rp__ckpt_regions_check(rp__ckpt_engine_t *e);
-/* Segments of this rank's payload: stripe [@off, @off+@len) of the stream,
- * then the per-rank section. *@segs_p is malloc'd. */
-rp_status_t rp__ckpt_regions_segments(const rp__ckpt_engine_t *e,
-                                      uint64_t off, uint64_t len,
-                                      rp__ckpt_seg_t **segs_p,
-                                      size_t *nsegs_p);
-long rp__ckpt_regions_find(const rp__ckpt_engine_t *e, const char *name);
-
-/* commit.c */
-/* Collective. Rank 0 makes the in-flight directory; all open it and
- * size this rank's part. RP_ERR_STATE: step already committed (skip). */
-rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step);
-/* This rank's shard from the registered memory, through a bounce buffer
- * (sync mode), into e->pend.write_status. */
-void rp__ckpt_write_sync(rp__ckpt_engine_t *e);
-/* This rank's shard from staging (async mode; CRCs already computed).
- * Runs on the writer thread, or inline for a checkpoint waited for. */
-rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e);
-/* Collective: agree, gather CRCs, commit, prune. Always ends the pending
- * checkpoint; returns RP_OK when it is durable on every rank's word. */
-rp_status_t rp__ckpt_finish(rp__ckpt_engine_t *e);
-/* Make sure the root exists (rank 0 creates it) and is open; collective
- * only in the sense that every rank calls it at the same point. */
-rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create);
-/* Rank 0, before the engine's first write or restore: remove the
- * in-flight directories a killed job left (no writer of this job has run
- * yet, so they can only be debris), once; said at @level after @who. */
-void rp__ckpt_cleanup_once(rp__ckpt_engine_t *e, rp_log_level_t level,
-                           const char *who);
-/* mkdir -p @path, each component with the user's umask (logged). */
-rp_status_t rp__ckpt_mkdirs(const char *path);
-/* Rank 0, after a commit: apply retention on a helper thread, so the
- * deletions of old checkpoints (100 ms and more here for 256 MiB) are not
- * in the training loop's time. Joined before anything else looks at the
- * directory's list: the next begin, restore, find, and destroy. */
-void rp__ckpt_prune_start(rp__ckpt_engine_t *e);
-void rp__ckpt_prune_join(rp__ckpt_engine_t *e);
-/* Fault knob for this rank and step. */
-rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e,
-                                    uint64_t step);
-
-/* async.c */
-rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e);
-/* The part of a snapshot left off the caller's time (device bytes from
- * pinned staging, the chunk CRCs); no-op when there is none. Called before
- * the staged shard is written, on whichever thread writes it. */
-void rp__ckpt_async_complete(rp__ckpt_engine_t *e);
-/* Hand the staged shard to the writer thread. */
-rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e);
-/* Has the writer finished the posted shard? Non-blocking. */
-bool rp__ckpt_async_done(rp__ckpt_engine_t *e);
-/* Block until the writer finished the posted shard. */
-void rp__ckpt_async_wait(rp__ckpt_engine_t *e);
-void rp__ckpt_async_stop(rp__ckpt_engine_t *e);
-
-/* reader.c, reader_find.c */
-/* Restore the newest complete checkpoint that reads well on every rank,
- * falling back to older ones; with @exact, only the checkpoint of @step
- * (RP_ERR_NOT_FOUND: not a complete checkpoint; RP_ERR_CORRUPT: unusable
- * on some rank; never a fall-back). */
-rp_status_t rp__ckpt_restore(rp__ckpt_engine_t *e, const char *const names[],
-                             size_t nnames, bool exact, uint64_t step,
-                             rp_restore_info_t *info);
-/* Collective: the newest complete checkpoint older than @before_step as
- * restore would choose it, and its region table on every rank. */
-rp_status_t rp__ckpt_find(rp__ckpt_engine_t *e, uint64_t before_step,
-                          rp_ckpt_desc_t *desc);
-
-/* engine.c */
+/* The safe point of rp_step: decide collectively whether to checkpoint
+ * (interval, every-N, stop), finish a background write that is done,
+ * take the checkpoint. */
 rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
                           rp_step_result_t *result);
+/* rp_checkpoint: a checkpoint of @step now, waited for until durable. */
 rp_status_t rp__ckpt_checkpoint_now(rp__ckpt_engine_t *e, uint64_t step);
 /* Copy of the figures, for the benchmark. */
 void rp__ckpt_get_stats(struct rp_context *ctx, rp__ckpt_stats_t *st);

@@ -9,16 +9,17 @@
  */
 #include "config.h"
 
-#include "ckpt/engine/engine.h"
-#include "ckpt/engine/devstage.h"
+#include "ckpt/engine/regions.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/engine/devstage.h"
+#include "ckpt/engine/engine.h"
 #include "core/context.h"
 #include "gpu/gpu.h"
-#include "util/log.h"
 #include "ringpoint/coll.h"
+#include "util/log.h"
 
 static bool rp_reg_name_ok(const char *name)
 {

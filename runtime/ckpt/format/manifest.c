@@ -11,15 +11,8 @@
 #include <string.h>
 
 #include "ckpt/format/layout.h"
+#include "ckpt/format/manifest_grammar.h"
 #include "util/str.h"
-
-const char *const rp__mf_keys[RP_MF_NKEYS] = {
-    "step", "world_size", "slurm_job_id", "slurm_restart_count",
-    "created_ns", "checkpoint_id", "chunk_size", "stripe_unit",
-    "stream_length", "per_rank_length", "regions"
-};
-
-const char *const rp__mf_kind_names[2] = {"replicated", "per_rank"};
 
 void rp__ckpt_id_format(const uint8_t id[RP_CKPT_ID_SIZE], char *buf,
                         size_t len)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ckpt/format/crc32c.h"
+#include "ckpt/format/manifest_grammar.h"
 #include "ckpt/format/layout.h"
 #include "util/str.h"
 

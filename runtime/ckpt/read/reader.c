@@ -35,7 +35,11 @@
 
 #include "ckpt/catalog/catalog.h"
 #include "ckpt/engine/devstage.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/engine/root.h"
 #include "ckpt/format/fileio.h"
+#include "ckpt/read/reader_int.h"
+#include "ckpt/read/reader_plan.h"
 #include "coll/backend.h"
 #include "core/context.h"
 #include "ringpoint/coll.h"

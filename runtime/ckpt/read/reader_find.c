@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include "ckpt/read/reader.h"
+#include "ckpt/read/reader_find.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/read/reader.h"
+#include "ckpt/read/reader_int.h"
 #include "ringpoint/coll.h"
 #include "util/log.h"
 #include "util/str.h"

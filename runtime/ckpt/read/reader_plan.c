@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include "ckpt/read/reader.h"
+#include "ckpt/read/reader_plan.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,10 @@
 #include <string.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/engine/root.h"
 #include "ckpt/format/fileio.h"
+#include "ckpt/read/reader_int.h"
+#include "ckpt/read/reader_shard.h"
 #include "util/log.h"
 
 /*

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "ckpt/read/reader.h"
+#include "ckpt/read/reader_shard.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "ckpt/catalog/catalog.h"
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/fileio.h"
+#include "ckpt/read/reader_int.h"
 #include "util/log.h"
 
 /* Open shard @j (header and length checked against the manifest). */

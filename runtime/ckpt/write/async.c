@@ -18,13 +18,17 @@
  */
 #include "config.h"
 
-#include "ckpt/engine/engine.h"
+#include "ckpt/write/async.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/format/crc32c.h"
 #include "ckpt/engine/devstage.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/write/commit.h"
 #include "util/log.h"
 
 static void *rp_async_main(void *arg)
@@ -102,7 +106,10 @@ static rp_status_t rp_async_copy_host(rp__ckpt_engine_t *e,
     return RP_OK;
 }
 
-void rp__ckpt_async_complete(rp__ckpt_engine_t *e)
+/* The part of a snapshot left off the caller's time (device bytes from
+ * pinned staging, the chunk CRCs); no-op when there is none. Run before
+ * the staged shard is written, on whichever thread writes it. */
+static void rp_async_complete(rp__ckpt_engine_t *e)
 {
     rp__ckpt_pending_t *p = &e->pend;
     uint64_t pos = 0;
@@ -130,6 +137,19 @@ void rp__ckpt_async_complete(rp__ckpt_engine_t *e)
     free(e->defer_segs);
     e->defer_segs = NULL;
     e->defer_nsegs = 0;
+}
+
+rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e)
+{
+    rp__ckpt_pending_t *p = &e->pend;
+    rp__ckpt_shard_header_t hdr;
+    char label[RP_CKPT_LABEL_MAX];
+
+    rp_async_complete(e);
+    rp__ckpt_pending_header(e, &hdr);
+    snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
+    return rp__ckpt_shard_write(p->cfd, label, &hdr, NULL, e->staging,
+                                rp__ckpt_fault_for(e, p->step), &p->wstats);
 }
 
 rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)

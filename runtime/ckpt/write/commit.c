@@ -27,7 +27,7 @@
  */
 #include "config.h"
 
-#include "ckpt/engine/engine.h"
+#include "ckpt/write/commit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +40,9 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/engine/root.h"
 #include "ckpt/format/fileio.h"
 #include "core/context.h"
 #include "ringpoint/coll.h"
@@ -74,73 +77,6 @@ rp__ckpt_fault_t rp__ckpt_fault_for(const rp__ckpt_engine_t *e, uint64_t step)
     return RP_CKPT_FAULT_NONE;
 }
 
-rp_status_t rp__ckpt_mkdirs(const char *path)
-{
-    char buf[RP_CKPT_DIR_LEN];
-    size_t i, n = strlen(path);
-
-    if (n >= sizeof(buf)) {
-        rp_error("checkpoint directory %s: path too long", path);
-        return RP_ERR_INVALID_ARG;
-    }
-    memcpy(buf, path, n + 1);
-    for (i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == '\0') {
-            char c = buf[i];
-
-            buf[i] = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                rp_error("create checkpoint directory %s: %s", buf,
-                         strerror(errno));
-                return RP_ERR_IO;
-            }
-            buf[i] = c;
-        }
-    }
-    return RP_OK;
-}
-
-rp_status_t rp__ckpt_open_root(rp__ckpt_engine_t *e, bool create)
-{
-    rp_status_t rc;
-
-    if (e->rootfd >= 0) {
-        return RP_OK;
-    }
-    if (create) {
-        rc = rp__ckpt_mkdirs(e->dir);
-        if (rc != RP_OK) {
-            return rc;
-        }
-    }
-    /* The root itself may be a symbolic link the user chose; everything
-     * inside it is opened relative to this descriptor with O_NOFOLLOW. */
-    e->rootfd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (e->rootfd < 0) {
-        if (errno == ENOENT && !create) {
-            return RP_ERR_NOT_FOUND;
-        }
-        rp_error("open checkpoint directory %s: %s", e->dir, strerror(errno));
-        return RP_ERR_IO;
-    }
-    return RP_OK;
-}
-
-void rp__ckpt_cleanup_once(rp__ckpt_engine_t *e, rp_log_level_t level,
-                           const char *who)
-{
-    unsigned removed = 0;
-
-    if (e->cleaned) {
-        return;
-    }
-    if (rp__ckpt_cleanup_inflight(e->dir, &removed) == RP_OK && removed > 0) {
-        rp__log(level, "%s: removed %u leftover in-flight director%s in %s",
-                who, removed, removed == 1 ? "y" : "ies", e->dir);
-    }
-    e->cleaned = true;
-}
-
 static uint32_t rp_cm_env_u32(const char *name)
 {
     const char *v = getenv(name);
@@ -153,37 +89,6 @@ static uint32_t rp_cm_env_u32(const char *name)
     errno = 0;
     x = strtoull(v, &end, 10);
     return (errno != 0 || *end != '\0' || x > UINT32_MAX) ? 0 : (uint32_t)x;
-}
-
-/* Retention on rank 0, off the application's thread. */
-static void *rp_cm_prune_main(void *arg)
-{
-    rp__ckpt_engine_t *e = arg;
-    uint64_t t0 = rp__ckpt_now_ns();
-
-    /* Quick verification is right here: the newest checkpoint was just
-     * written and agreed on by every rank. */
-    (void)rp__ckpt_prune(e->dir, (unsigned)e->keep, false, NULL);
-    e->stats.prune_ns = rp__ckpt_now_ns() - t0;
-    return NULL;
-}
-
-void rp__ckpt_prune_join(rp__ckpt_engine_t *e)
-{
-    if (e->prune_up) {
-        pthread_join(e->prune_th, NULL);
-        e->prune_up = false;
-    }
-}
-
-void rp__ckpt_prune_start(rp__ckpt_engine_t *e)
-{
-    rp__ckpt_prune_join(e);
-    if (pthread_create(&e->prune_th, NULL, rp_cm_prune_main, e) == 0) {
-        e->prune_up = true;
-    } else {
-        (void)rp_cm_prune_main(e);
-    }
 }
 
 /* Rank 0's half of begin: root, leftovers, in-flight directory. */
@@ -376,8 +281,8 @@ rp_status_t rp__ckpt_begin(rp__ckpt_engine_t *e, uint64_t step)
     return RP_OK;
 }
 
-static void rp_cm_header(const rp__ckpt_engine_t *e,
-                         rp__ckpt_shard_header_t *hdr)
+void rp__ckpt_pending_header(const rp__ckpt_engine_t *e,
+                             rp__ckpt_shard_header_t *hdr)
 {
     memset(hdr, 0, sizeof(*hdr));
     memcpy(hdr->ckpt_id, e->pend.ckpt_id, RP_CKPT_ID_SIZE);
@@ -405,25 +310,12 @@ void rp__ckpt_write_sync(rp__ckpt_engine_t *e)
         return;
     }
     rp__ckpt_cursor_init(&cur, segs, nsegs, e->chunk_size, p->crcs);
-    rp_cm_header(e, &hdr);
+    rp__ckpt_pending_header(e, &hdr);
     snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
     p->write_status = rp__ckpt_shard_write(p->cfd, label, &hdr, &cur, NULL,
                                            rp__ckpt_fault_for(e, p->step),
                                            &p->wstats);
     free(segs);
-}
-
-rp_status_t rp__ckpt_write_staged(rp__ckpt_engine_t *e)
-{
-    rp__ckpt_pending_t *p = &e->pend;
-    rp__ckpt_shard_header_t hdr;
-    char label[RP_CKPT_LABEL_MAX];
-
-    rp__ckpt_async_complete(e);
-    rp_cm_header(e, &hdr);
-    snprintf(label, sizeof(label), "%s/%s", e->dir, p->inflight);
-    return rp__ckpt_shard_write(p->cfd, label, &hdr, NULL, e->staging,
-                                rp__ckpt_fault_for(e, p->step), &p->wstats);
 }
 
 /* Rank 0: the manifest from the gathered CRCs, then the commit. */
