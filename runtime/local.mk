@@ -63,10 +63,13 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/format/shard.c runtime/ckpt/format/shard.h \
 	runtime/ckpt/format/shardio.c runtime/ckpt/format/shardio.h \
 	runtime/ckpt/format/cursor.c runtime/ckpt/format/worker.c \
+	runtime/ckpt/catalog/verdict.c runtime/ckpt/catalog/verdict.h \
+	runtime/ckpt/catalog/checkfile.c runtime/ckpt/catalog/checkfile.h \
+	runtime/ckpt/catalog/validate_shard.c runtime/ckpt/catalog/validate_shard.h \
+	runtime/ckpt/catalog/validate.c runtime/ckpt/catalog/validate.h \
 	runtime/ckpt/catalog/catalog.c runtime/ckpt/catalog/catalog.h \
-	runtime/ckpt/catalog/catalog_int.h runtime/ckpt/catalog/validate.c \
-	runtime/ckpt/catalog/validate.h runtime/ckpt/catalog/verdict.c \
-	runtime/ckpt/catalog/prune.c \
+	runtime/ckpt/catalog/catalog_int.h \
+	runtime/ckpt/catalog/prune.c runtime/ckpt/catalog/prune.h \
 	runtime/ckpt/engine/budget.c runtime/ckpt/engine/budget.h \
 	runtime/ckpt/engine/watchdog.c runtime/ckpt/engine/watchdog.h \
 	runtime/ckpt/engine/engine.c runtime/ckpt/engine/engine.h \

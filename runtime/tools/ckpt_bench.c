@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
 #include "ckpt/engine/engine.h"
 #include "ckpt/engine/root.h"
 #include "ckpt/format/crc32c.h"

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/manifest.h"
 #include "ckpt/catalog/validate.h"

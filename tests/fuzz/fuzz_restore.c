@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
+#include "ckpt/catalog/validate.h"
 #include "ringpoint.h"
 #include "ckpt/catalog/catalog.h"
 #include "ckpt/format/crc32c.h"

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
+#include "ckpt/catalog/validate.h"
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/manifest.h"

@@ -2,7 +2,7 @@
  * The checkpoint catalog: every checkpoint of a directory and its state,
  * judged by content (validate.c), sorted by step. See catalog.h.
  */
-#include "ckpt/catalog/catalog_int.h"
+#include "ckpt/catalog/catalog.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt/catalog/catalog_int.h"
 #include "util/log.h"
 
 static uint64_t rp__cat_mtime_ns(const struct stat *st)

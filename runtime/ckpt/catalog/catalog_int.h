@@ -1,12 +1,7 @@
 /*
- * What the catalog's files share (internal to runtime/ckpt/): the open
- * flags that keep every access inside a checkpoint directory, and the
- * helpers one file offers the others.
- *
- *   verdict.c   a verdict and its one wording (validate.h)
- *   validate.c  the judgement of one checkpoint: manifest, shards, CRCs
- *   catalog.c   the directory listed: every checkpoint and its state
- *   prune.c     retention and removal of leftovers, in a safe order
+ * What the catalog's files share (internal to runtime/ckpt/catalog/): the
+ * open flags that keep every access inside a checkpoint directory, and
+ * catalog.c's directory helpers, which retention (prune.c) uses too.
  */
 #ifndef RP_CKPT_CATALOG_INT_H
 #define RP_CKPT_CATALOG_INT_H
@@ -18,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/validate.h"
 
 /* O_NONBLOCK: opening a FIFO planted under a checkpoint name must not
  * hang the scan (it is then rejected as not a regular file). It has no
@@ -35,31 +31,6 @@ static inline void rp__cat_close_ro(int *fd_p)
     }
 }
 
-/* How far one judgement looks: the MANIFEST alone (the restore path,
- * whose ranks then check the shards among themselves, reader_plan.c, so
- * that no rank opens all n of them); also every shard's presence, length
- * and header (quick); also every chunk's CRC (full). */
-typedef enum rp__cat_depth {
-    RP_CAT_MANIFEST,
-    RP_CAT_QUICK,
-    RP_CAT_FULL
-} rp__cat_depth_t;
-
-static inline rp__cat_depth_t rp__cat_depth(bool full)
-{
-    return full ? RP_CAT_FULL : RP_CAT_QUICK;
-}
-
-/* validate.c */
-/* rp__ckpt_validate_at on the checkpoint open at @cfd (named @name in
- * its directory) to @depth; also the MANIFEST's size. */
-rp_status_t rp__cat_validate_dirfd(int cfd, const char *name,
-                                   rp__cat_depth_t depth,
-                                   rp__ckpt_verdict_t *v,
-                                   rp__ckpt_manifest_t *m_out,
-                                   uint64_t *manifest_size_p);
-
-/* catalog.c */
 /* Open a fresh directory stream on @dfd (independent of @dfd's offset). */
 DIR *rp__cat_opendir_at(int dfd, const char *dir);
 /* The next entry of @d other than "." and "..", or NULL at its end. A

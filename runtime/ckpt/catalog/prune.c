@@ -4,7 +4,7 @@
  * to a ".deleting-" name first, then removes the MANIFEST, then the rest,
  * so nothing half removed ever looks complete. See catalog.h.
  */
-#include "ckpt/catalog/catalog_int.h"
+#include "ckpt/catalog/prune.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt/catalog/catalog_int.h"
 #include "ckpt/format/fileio.h"
 #include "util/log.h"
 

@@ -33,68 +33,7 @@
 #include "ringpoint/status.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/manifest.h"
-
-typedef enum rp__ckpt_state {
-    RP_CKPT_COMPLETE = 0,   /* verifies */
-    RP_CKPT_INCOMPLETE = 1, /* something is missing: no MANIFEST, a shard */
-    RP_CKPT_CORRUPT = 2,    /* something present is wrong (CRC, length, ...) */
-    RP_CKPT_INFLIGHT = 3    /* in-flight name: being written, or abandoned */
-} rp__ckpt_state_t;
-
-/* "complete", "incomplete", "corrupt", "in-flight". */
-const char *rp__ckpt_state_name(rp__ckpt_state_t state);
-
-/* No byte offset applies (a missing file, the manifest's text). */
-#define RP_CKPT_NO_OFFSET UINT64_MAX
-
-/* What one judgement found. All strings are NUL-terminated, "" when they
- * do not apply; a COMPLETE verdict has nothing but its checkpoint. */
-typedef struct rp__ckpt_verdict {
-    rp__ckpt_state_t state;
-    char ckpt[RP_CKPT_NAME_MAX];  /* the checkpoint's name in its directory */
-    char file[RP_CKPT_NAME_MAX];  /* first failing file in it; "" when the
-                                     checkpoint directory itself failed
-                                     (then @ckpt is in @file's place) */
-    char part[32];                /* "shard header", "chunk 17", "" */
-    uint64_t offset;              /* in @file where @part starts, or
-                                     RP_CKPT_NO_OFFSET */
-    char expected[48];            /* e.g. "crc32c 0x89ab0123", "16384 bytes" */
-    char found[48];
-    char detail[256];             /* the finding, expected and found in words */
-} rp__ckpt_verdict_t;
-
-/* A COMPLETE verdict about checkpoint @ckpt (may be NULL: unnamed). */
-void rp__ckpt_verdict_init(rp__ckpt_verdict_t *v, const char *ckpt);
-
-/*
- * Record a finding: @state, the failing @file (NULL: the directory), @part
- * (may be NULL) starting at @offset, @expected / @found (may be NULL) and
- * the detail. Returns RP_ERR_CORRUPT, what a finding makes of a call.
- */
-rp_status_t rp__ckpt_verdict_set(rp__ckpt_verdict_t *v, rp__ckpt_state_t state,
-                                 const char *file, const char *part,
-                                 uint64_t offset, const char *expected,
-                                 const char *found, const char *fmt, ...)
-    __attribute__((format(printf, 8, 9)));
-
-/*
- * The verdict as one line, "ckpt/file[ part]: detail", into @buf; "" for a
- * COMPLETE verdict. This is the wording of every message about a bad
- * checkpoint. Returns @buf.
- */
-const char *rp__ckpt_verdict_format(const rp__ckpt_verdict_t *v, char *buf,
-                                    size_t len);
-
-/*
- * The judgement of one chunk: @crc, computed over chunk @chunk of rank
- * @rank's shard of the checkpoint @v->ckpt described by @m, against the
- * manifest. RP_OK, or RP_ERR_CORRUPT with the verdict naming the shard,
- * the chunk, its file offset and both CRCs. Used by the full check and
- * by the restore reader, which computes the CRC behind its own reads.
- */
-rp_status_t rp__ckpt_judge_chunk(rp__ckpt_verdict_t *v,
-                                 const rp__ckpt_manifest_t *m, uint32_t rank,
-                                 uint32_t chunk, uint32_t crc);
+#include "ckpt/catalog/verdict.h"
 
 /*
  * Judge the checkpoint named @name in the directory open at @dirfd: its
@@ -113,5 +52,66 @@ rp_status_t rp__ckpt_judge_chunk(rp__ckpt_verdict_t *v,
 rp_status_t rp__ckpt_validate_at(int dirfd, const char *name, bool full,
                                  rp__ckpt_verdict_t *v,
                                  rp__ckpt_manifest_t *m_out);
+
+/* How far one judgement looks: the MANIFEST alone (the restore path,
+ * whose ranks then check the shards among themselves, reader_plan.c, so
+ * that no rank opens all n of them); also every shard's presence, length
+ * and header (quick); also every chunk's CRC (full). */
+typedef enum rp__cat_depth {
+    RP_CAT_MANIFEST,
+    RP_CAT_QUICK,
+    RP_CAT_FULL
+} rp__cat_depth_t;
+
+static inline rp__cat_depth_t rp__cat_depth(bool full)
+{
+    return full ? RP_CAT_FULL : RP_CAT_QUICK;
+}
+
+/*
+ * Verify the checkpoint directory @path. If its name is a committed or
+ * in-flight name, the manifest's step must match it.
+ *   *@state_p   COMPLETE, INCOMPLETE or CORRUPT.
+ *   @m_out      if not NULL, receives the parsed manifest whenever the
+ *               manifest itself verified (even if a shard did not); else
+ *               zeroed. Free with rp__ckpt_manifest_free either way.
+ *   @msg        if not NULL, the verdict in words when not complete
+ *               (rp__ckpt_verdict_format), naming the file and the part,
+ *               e.g. "step-000000000100/shard-000003.rp chunk 17: crc32c
+ *               0x1234abcd != manifest 0x89ab0123 (at file offset
+ *               73728)"; rp__ckpt_validate_at gives the verdict itself.
+ * Returns RP_OK when complete; RP_ERR_CORRUPT when incomplete or corrupt;
+ * RP_ERR_NOT_FOUND if @path does not exist; RP_ERR_IO (state CORRUPT) when
+ * something could not be read; RP_ERR_NO_MEMORY.
+ */
+rp_status_t rp__ckpt_verify(const char *path, bool full,
+                            rp__ckpt_state_t *state_p,
+                            rp__ckpt_manifest_t *m_out,
+                            char *msg, size_t msglen);
+
+/* rp__ckpt_verify for entry @name of the directory open at @dirfd. */
+rp_status_t rp__ckpt_verify_at(int dirfd, const char *name, bool full,
+                               rp__ckpt_state_t *state_p,
+                               rp__ckpt_manifest_t *m_out,
+                               char *msg, size_t msglen);
+
+/*
+ * Read and parse only the MANIFEST of the checkpoint open at @ckptfd
+ * (shards untouched): what a restoring rank needs once rank 0 has chosen
+ * the checkpoint. @label prefixes the message. Same returns as
+ * rp__ckpt_verify; @m is zeroed on failure.
+ */
+rp_status_t rp__ckpt_load_manifest_at(int ckptfd, const char *label,
+                                      rp__ckpt_manifest_t *m,
+                                      rp__ckpt_state_t *state_p,
+                                      char *msg, size_t msglen);
+
+/* rp__ckpt_validate_at on the checkpoint open at @cfd (named @name in
+ * its directory) to @depth; also the MANIFEST's size. */
+rp_status_t rp__cat_validate_dirfd(int cfd, const char *name,
+                                   rp__cat_depth_t depth,
+                                   rp__ckpt_verdict_t *v,
+                                   rp__ckpt_manifest_t *m_out,
+                                   uint64_t *manifest_size_p);
 
 #endif /* RP_CKPT_VALIDATE_H */

@@ -1,10 +1,10 @@
 /*
- * Verdicts about a checkpoint and their one wording (validate.h). Kept
+ * Verdicts about a checkpoint and their one wording (verdict.h). Kept
  * apart from the checks so that the restore reader, which checks chunk
  * CRCs behind its own reads, judges and words a bad chunk exactly as the
  * full check does.
  */
-#include "ckpt/catalog/validate.h"
+#include "ckpt/catalog/verdict.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,4 +94,16 @@ rp_status_t rp__ckpt_judge_chunk(rp__ckpt_verdict_t *v,
                                 "crc32c 0x%08x != manifest 0x%08x (at file "
                                 "offset %llu)", crc, want,
                                 (unsigned long long)off);
+}
+
+void rp__ckpt_verdict_report(const rp__ckpt_verdict_t *v,
+                             rp__ckpt_state_t *state_p, char *msg,
+                             size_t msglen)
+{
+    if (state_p != NULL) {
+        *state_p = v->state;
+    }
+    if (msg != NULL && msglen > 0) {
+        (void)rp__ckpt_verdict_format(v, msg, msglen);
+    }
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
 #include "core/settings.h"
 #include "util/log.h"
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/validate.h"
 #include "ckpt/engine/devstage.h"
 #include "ckpt/engine/regions.h"
 #include "ckpt/engine/root.h"

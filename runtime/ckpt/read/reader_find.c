@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/validate.h"
 #include "ckpt/read/reader.h"
 #include "ckpt/read/reader_int.h"
 #include "ringpoint/coll.h"

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/validate.h"
+#include "ckpt/catalog/validate_shard.h"
 #include "ckpt/engine/root.h"
 #include "ckpt/format/fileio.h"
 #include "ckpt/read/reader_int.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/validate_shard.h"
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/fileio.h"
 #include "ckpt/read/reader_int.h"

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
 #include "ckpt/engine/engine.h"
 #include "ckpt/engine/regions.h"
 #include "ckpt/engine/root.h"

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
 #include "ckpt/format/fileio.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/shard.h"
