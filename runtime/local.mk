@@ -58,11 +58,13 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/ckpt/format/layout.c runtime/ckpt/format/layout.h \
 	runtime/ckpt/format/manifest_grammar.c runtime/ckpt/format/manifest_grammar.h \
 	runtime/ckpt/format/manifest.c runtime/ckpt/format/manifest.h \
-	runtime/ckpt/format/manifest_int.h runtime/ckpt/format/manifest_encode.c \
-	runtime/ckpt/format/manifest_parse.c \
+	runtime/ckpt/format/manifest_int.h \
+	runtime/ckpt/format/manifest_encode.c runtime/ckpt/format/manifest_encode.h \
+	runtime/ckpt/format/manifest_parse.c runtime/ckpt/format/manifest_parse.h \
 	runtime/ckpt/format/shard.c runtime/ckpt/format/shard.h \
 	runtime/ckpt/format/shardio.c runtime/ckpt/format/shardio.h \
-	runtime/ckpt/format/cursor.c runtime/ckpt/format/worker.c \
+	runtime/ckpt/format/cursor.c runtime/ckpt/format/cursor.h \
+	runtime/ckpt/format/worker.c runtime/ckpt/format/worker.h \
 	runtime/ckpt/catalog/verdict.c runtime/ckpt/catalog/verdict.h \
 	runtime/ckpt/catalog/checkfile.c runtime/ckpt/catalog/checkfile.h \
 	runtime/ckpt/catalog/validate_shard.c runtime/ckpt/catalog/validate_shard.h \

@@ -21,6 +21,7 @@
 #include "ckpt/engine/engine.h"
 #include "ckpt/engine/regions.h"
 #include "ckpt/format/crc32c.h"
+#include "ckpt/format/cursor.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/shard.h"
 #include "ckpt/format/shardio.h"

@@ -17,7 +17,9 @@
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/manifest.h"
+#include "ckpt/format/manifest_encode.h"
 #include "ckpt/format/manifest_grammar.h"
+#include "ckpt/format/manifest_parse.h"
 #include "ckpt/format/shard.h"
 
 static uint64_t test_rng_state = 0x2545F4914F6CDD1Dull;

@@ -22,6 +22,7 @@
 #include "ckpt/catalog/checkfile.h"
 #include "ckpt/catalog/validate_shard.h"
 #include "ckpt/format/fileio.h"
+#include "ckpt/format/manifest_parse.h"
 #include "ckpt/format/shard.h"
 #include "util/log.h"
 

@@ -16,6 +16,7 @@
 
 #include "ckpt/engine/devstage.h"
 #include "ckpt/engine/engine.h"
+#include "ckpt/format/cursor.h"
 #include "core/context.h"
 #include "gpu/gpu.h"
 #include "ringpoint/coll.h"

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "ckpt/format/shardio.h"
+#include "ckpt/format/cursor.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * length and chunk count, the queries, and the structure rules that the
  * encoder, the planner and the parser all apply (manifest_int.h).
  */
-#include "ckpt/format/manifest_int.h"
+#include "ckpt/format/manifest.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 
 #include "ckpt/format/layout.h"
 #include "ckpt/format/manifest_grammar.h"
+#include "ckpt/format/manifest_int.h"
 #include "util/str.h"
 
 void rp__ckpt_id_format(const uint8_t id[RP_CKPT_ID_SIZE], char *buf,

@@ -17,6 +17,9 @@
  *     rp__ckpt_manifest_free(&m);
  *
  * Reader side: rp__ckpt_manifest_parse() then rp__ckpt_manifest_free().
+ *
+ * The model is manifest.c's (this header); the text is manifest_encode.h's
+ * and manifest_parse.h's.
  */
 #ifndef RP_CKPT_MANIFEST_H
 #define RP_CKPT_MANIFEST_H
@@ -111,31 +114,6 @@ rp_status_t rp__ckpt_manifest_init(rp__ckpt_manifest_t *m, uint32_t world_size,
  */
 rp_status_t rp__ckpt_manifest_plan(rp__ckpt_manifest_t *m, char *err,
                                    size_t errlen);
-
-/*
- * Encode @m (planned, CRCs filled) into a malloc'd, NUL-terminated text in
- * *@text_p of *@len_p bytes (NUL not counted); free() it. Checks the whole
- * manifest first: RP_ERR_INVALID_ARG with a reason if it breaks a rule,
- * RP_ERR_NO_MEMORY.
- */
-rp_status_t rp__ckpt_manifest_encode(const rp__ckpt_manifest_t *m,
-                                     char **text_p, size_t *len_p,
-                                     char *err, size_t errlen);
-
-/*
- * Parse @len bytes at @buf (need not be NUL-terminated, may contain
- * anything) into @m, which the caller frees with rp__ckpt_manifest_free on
- * success; on failure @m is left zeroed. Never reads outside the buffer.
- * Returns RP_OK; RP_ERR_CORRUPT with "line N: reason" in @err when the text
- * is not a valid manifest (bad CRC, truncated, out-of-range value,
- * missing/duplicate/unknown key, trailing data, ...);
- * RP_ERR_NOT_SUPPORTED for a manifest of another format version;
- * RP_ERR_NO_MEMORY. Does not log errors: a bad manifest is a finding about
- * the data, reported by the caller with the path it came from.
- */
-rp_status_t rp__ckpt_manifest_parse(const void *buf, size_t len,
-                                    rp__ckpt_manifest_t *m,
-                                    char *err, size_t errlen);
 
 /* Release what @m owns and zero it. NULL and zeroed manifests are fine. */
 void rp__ckpt_manifest_free(rp__ckpt_manifest_t *m);

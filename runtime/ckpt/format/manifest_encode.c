@@ -3,7 +3,7 @@
  * canonical text (the grammar is in doc/checkpoint-format.md), into a
  * buffer of exactly the size manifest_grammar.c computes for the planner.
  */
-#include "ckpt/format/manifest_int.h"
+#include "ckpt/format/manifest_encode.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/manifest_grammar.h"
+#include "ckpt/format/manifest_int.h"
 #include "util/str.h"
 
 typedef struct rp__mf_out {

@@ -9,7 +9,7 @@
  * rule makes "parse then encode gives the same bytes" a property the tests
  * can check on mutated inputs, and leaves no second way to say anything.
  */
-#include "ckpt/format/manifest_int.h"
+#include "ckpt/format/manifest_parse.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -20,6 +20,7 @@
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/manifest_grammar.h"
 #include "ckpt/format/layout.h"
+#include "ckpt/format/manifest_int.h"
 #include "util/str.h"
 
 typedef struct rp__mf_reader {

@@ -21,6 +21,7 @@
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/fileio.h"
 #include "ckpt/format/layout.h"
+#include "ckpt/format/manifest_encode.h"
 #include "util/log.h"
 
 #define RP_SIO_FILE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)

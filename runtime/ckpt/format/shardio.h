@@ -15,51 +15,14 @@
 #ifndef RP_CKPT_SHARDIO_H
 #define RP_CKPT_SHARDIO_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ringpoint/status.h"
+#include "ckpt/format/cursor.h"
 #include "ckpt/format/manifest.h"
 #include "ckpt/format/shard.h"
-
-/* A piece of a payload in memory; base NULL means @len zero bytes (the
- * padding between regions). */
-typedef struct rp__ckpt_seg {
-    const void *base;
-    uint64_t len;
-} rp__ckpt_seg_t;
-
-/*
- * Reads a payload out of its segments in order and checksums it chunk by
- * chunk while copying, so the data is touched once and the CRCs describe
- * exactly the bytes that were copied.
- */
-typedef struct rp__ckpt_cursor {
-    const rp__ckpt_seg_t *segs;
-    size_t nsegs;
-    size_t si;           /* current segment */
-    uint64_t soff;       /* offset inside it */
-    uint64_t pos;        /* payload bytes produced so far */
-    uint64_t total;      /* payload length: sum of the segment lengths */
-    uint64_t chunk_size;
-    uint32_t crc;        /* of the current, unfinished chunk */
-    uint32_t *crcs;      /* one slot per chunk, filled as chunks finish */
-    uint32_t nchunks;    /* slots in @crcs: ceil(total / chunk_size) */
-} rp__ckpt_cursor_t;
-
-/* Start a cursor over @segs; @crcs must hold ceil(total/chunk_size). */
-void rp__ckpt_cursor_init(rp__ckpt_cursor_t *cur, const rp__ckpt_seg_t *segs,
-                          size_t nsegs, uint64_t chunk_size, uint32_t *crcs);
-
-/* Copy the next min(@n, bytes left) payload bytes into @dst, updating the
- * chunk CRCs (the last, short chunk's when the payload ends). Returns the
- * bytes copied. */
-size_t rp__ckpt_cursor_fill(rp__ckpt_cursor_t *cur, void *dst, size_t n);
-
-/* ceil(@len / @chunk_size), as the manifest counts chunks. */
-uint32_t rp__ckpt_nchunks(uint64_t len, uint64_t chunk_size);
 
 /* Test hook: what rp__ckpt_shard_write does when RINGPOINT_CKPT_FAULT
  * names this rank (see engine.c). */
@@ -113,30 +76,6 @@ rp_status_t rp__ckpt_manifest_write_at(int cfd, const char *label,
 rp_status_t rp__ckpt_commit_at(int dfd, const char *dir, int *cfd_p,
                                const char *inflight, const char *committed,
                                bool *renamed_p);
-
-/* A helper thread that runs one job at a time, in the order posted
- * (worker.c): the double buffering of restore reads (reader_shard.c).
- * (Sync shard writes have their own ring of buffers, shardio.c.) A job's
- * results live in its @arg; read them after rp__ckpt_worker_wait. */
-typedef struct rp__ckpt_worker {
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    void (*fn)(void *);
-    void *arg;
-    bool busy; /* posted and not finished */
-    bool quit;
-} rp__ckpt_worker_t;
-
-/* False when no thread could be made: the caller does the work itself. */
-bool rp__ckpt_worker_start(rp__ckpt_worker_t *w);
-/* Run @fn(@arg) on the worker, after the job in flight (waited for). */
-void rp__ckpt_worker_post(rp__ckpt_worker_t *w, void (*fn)(void *),
-                          void *arg);
-/* Wait until the job in flight, if any, is done. */
-void rp__ckpt_worker_wait(rp__ckpt_worker_t *w);
-/* Wait, then end the thread. */
-void rp__ckpt_worker_stop(rp__ckpt_worker_t *w);
 
 /* Aligned allocation helpers for I/O buffers (4 KiB aligned, so O_DIRECT
  * can use them). rp__ckpt_io_alloc touches every page once so the first

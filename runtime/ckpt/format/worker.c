@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "ckpt/format/shardio.h"
+#include "ckpt/format/worker.h"
 
 #include <pthread.h>
 #include <string.h>

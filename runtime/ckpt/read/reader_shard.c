@@ -18,6 +18,7 @@
 #include "ckpt/catalog/validate_shard.h"
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/fileio.h"
+#include "ckpt/format/worker.h"
 #include "ckpt/read/reader_int.h"
 #include "util/log.h"
 

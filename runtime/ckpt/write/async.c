@@ -28,6 +28,7 @@
 #include "ckpt/engine/engine.h"
 #include "ckpt/engine/regions.h"
 #include "ckpt/format/crc32c.h"
+#include "ckpt/format/cursor.h"
 #include "ckpt/write/commit.h"
 #include "util/log.h"
 

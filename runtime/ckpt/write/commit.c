@@ -44,6 +44,7 @@
 #include "ckpt/engine/engine.h"
 #include "ckpt/engine/regions.h"
 #include "ckpt/engine/root.h"
+#include "ckpt/format/cursor.h"
 #include "ckpt/format/fileio.h"
 #include "core/context.h"
 #include "ringpoint/coll.h"

@@ -18,6 +18,7 @@
 
 #include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/prune.h"
+#include "ckpt/format/cursor.h"
 #include "ckpt/format/fileio.h"
 #include "ckpt/format/layout.h"
 #include "ckpt/format/shard.h"
