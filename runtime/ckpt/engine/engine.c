@@ -143,8 +143,6 @@ rp__ckpt_engine_t *rp__ckpt_engine_get(struct rp_context *ctx)
     e->async = ctx->settings.ckpt_async != 0;
     e->rootfd = -1;
     e->pend.cfd = -1;
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
     rp_eng_parse_fault(e);
     rp__job_limits_load(&e->limits);
     if (e->rank == 0) {
@@ -590,8 +588,6 @@ void rp__ckpt_engine_destroy(struct rp_context *ctx)
     rp__ckpt_io_free(e->staging);
     rp__ckpt_pcopy_free(e->pcopy);
     rp__ckpt_devstage_free(e);
-    pthread_cond_destroy(&e->cv);
-    pthread_mutex_destroy(&e->mu);
     free(e->regs);
     free(e);
     ctx->ckpt = NULL;

@@ -48,6 +48,7 @@
 #include "ckpt/format/manifest.h"
 #include "ckpt/write/pcopy.h"
 #include "ckpt/format/shardio.h"
+#include "ckpt/format/worker.h"
 #include "util/log.h"
 
 /* Regions of each kind are laid out in registration order, each starting
@@ -168,13 +169,8 @@ typedef struct rp__ckpt_engine {
     /* async mode */
     unsigned char *staging;
     size_t staging_len;
-    pthread_t thread;
-    bool thread_up;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool job_posted;   /* a shard write waits for / is in the thread */
-    bool job_done;     /* the thread finished it */
-    bool quit;
+    rp__ckpt_worker_t writer; /* writes the staged shard (async.c) */
+    bool writer_up;
     /* The snapshot's segments until the writer has checksummed staging
      * (and copied in the device bytes that still sit in the pinned
      * staging of the device regions) before writing (async.c). */
@@ -188,8 +184,8 @@ typedef struct rp__ckpt_engine {
 
     rp__ckpt_stats_t stats;
 
-    /* rank 0: retention after a commit runs on this thread (commit.c) */
-    pthread_t prune_th;
+    /* rank 0: retention after a commit runs on this thread (root.c) */
+    rp__ckpt_worker_t pruner;
     bool prune_up;
 
     struct rp__ckpt_devstage *dev; /* device regions' staging; NULL: none */

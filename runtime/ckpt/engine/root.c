@@ -89,7 +89,7 @@ void rp__ckpt_cleanup_once(rp__ckpt_engine_t *e, rp_log_level_t level,
 }
 
 /* Retention on rank 0, off the application's thread. */
-static void *rp_root_prune_main(void *arg)
+static void rp_root_prune_job(void *arg)
 {
     rp__ckpt_engine_t *e = arg;
     uint64_t t0 = rp__ckpt_now_ns();
@@ -98,13 +98,12 @@ static void *rp_root_prune_main(void *arg)
      * written and agreed on by every rank. */
     (void)rp__ckpt_prune(e->dir, (unsigned)e->keep, false, NULL);
     e->stats.prune_ns = rp__ckpt_now_ns() - t0;
-    return NULL;
 }
 
 void rp__ckpt_prune_join(rp__ckpt_engine_t *e)
 {
     if (e->prune_up) {
-        pthread_join(e->prune_th, NULL);
+        rp__ckpt_worker_stop(&e->pruner);
         e->prune_up = false;
     }
 }
@@ -112,9 +111,12 @@ void rp__ckpt_prune_join(rp__ckpt_engine_t *e)
 void rp__ckpt_prune_start(rp__ckpt_engine_t *e)
 {
     rp__ckpt_prune_join(e);
-    if (pthread_create(&e->prune_th, NULL, rp_root_prune_main, e) == 0) {
+    /* One thread per pass, ended by the join: between commits rank 0
+     * keeps no idle thread for it. */
+    if (rp__ckpt_worker_start(&e->pruner)) {
         e->prune_up = true;
+        rp__ckpt_worker_post(&e->pruner, rp_root_prune_job, e);
     } else {
-        (void)rp_root_prune_main(e);
+        rp_root_prune_job(e);
     }
 }

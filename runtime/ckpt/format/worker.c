@@ -1,12 +1,12 @@
 /*
  * The checkpoint's helper thread: one job at a time, in the order posted
- * (shardio.h). The restore reader uses it to read one block while the
- * caller checks the one before.
+ * (worker.h).
  */
 #include "config.h"
 
 #include "ckpt/format/worker.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -34,15 +34,29 @@ static void *rp_worker_main(void *arg)
 
 bool rp__ckpt_worker_start(rp__ckpt_worker_t *w)
 {
+    int err;
+
     memset(w, 0, sizeof(*w));
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (pthread_create(&w->th, NULL, rp_worker_main, w) != 0) {
+    err = pthread_create(&w->th, NULL, rp_worker_main, w);
+    if (err != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
+        errno = err;
         return false;
     }
     return true;
+}
+
+bool rp__ckpt_worker_busy(rp__ckpt_worker_t *w)
+{
+    bool busy;
+
+    pthread_mutex_lock(&w->mu);
+    busy = w->busy;
+    pthread_mutex_unlock(&w->mu);
+    return busy;
 }
 
 void rp__ckpt_worker_wait(rp__ckpt_worker_t *w)

@@ -20,6 +20,7 @@
 
 #include "ckpt/write/async.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,36 +33,13 @@
 #include "ckpt/write/commit.h"
 #include "util/log.h"
 
-static void *rp_async_main(void *arg)
+/* The writer's job: the staged shard, its status into the pending
+ * checkpoint (read by the application's thread once the job is done). */
+static void rp_async_write_job(void *arg)
 {
     rp__ckpt_engine_t *e = arg;
-    /* The writer keeps the default priority. Measured here (2 vCPUs
-     * shared with other jobs): as SCHED_IDLE it got so little CPU that
-     * the background write took 3 times longer; at nice 10 a write that
-     * failed half way was still not finished 5 safe points later, so its
-     * error surfaced only at rp_finalize (test_ckpt_write_error_async).
-     * It needs little CPU anyway: O_DIRECT from staging, and the CRCs
-     * of the staged bytes (22 GB/s here: ~25 ms of a core per 512 MiB). */
 
-    pthread_mutex_lock(&e->mu);
-    for (;;) {
-        rp_status_t rc;
-
-        while (!e->quit && !(e->job_posted && !e->job_done)) {
-            pthread_cond_wait(&e->cv, &e->mu);
-        }
-        if (e->quit) {
-            break;
-        }
-        pthread_mutex_unlock(&e->mu);
-        rc = rp__ckpt_write_staged(e);
-        pthread_mutex_lock(&e->mu);
-        e->pend.write_status = rc;
-        e->job_done = true;
-        pthread_cond_broadcast(&e->cv);
-    }
-    pthread_mutex_unlock(&e->mu);
-    return NULL;
+    e->pend.write_status = rp__ckpt_write_staged(e);
 }
 
 /* Does @p point into the device regions' pinned staging? */
@@ -207,59 +185,46 @@ rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
 
 rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e)
 {
-    if (!e->thread_up) {
-        int err = pthread_create(&e->thread, NULL, rp_async_main, e);
-
-        if (err != 0) {
+    /* The writer keeps the default priority. Measured on a small shared
+     * machine: as SCHED_IDLE it got so little CPU that the background
+     * write took several times longer; at nice 10 a write that failed
+     * half way was still not finished several safe points later, so its
+     * error surfaced only at rp_finalize (test_ckpt_write_error_async).
+     * It needs little CPU anyway: O_DIRECT from staging, and the CRCs of
+     * the staged bytes. */
+    if (!e->writer_up) {
+        if (!rp__ckpt_worker_start(&e->writer)) {
             rp_error("checkpoint: cannot start the writer thread: %s",
-                     strerror(err));
+                     strerror(errno));
             return RP_ERR_NO_MEMORY;
         }
-        e->thread_up = true;
+        e->writer_up = true;
     }
-    pthread_mutex_lock(&e->mu);
-    e->job_posted = true;
-    e->job_done = false;
-    pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
+    rp__ckpt_worker_post(&e->writer, rp_async_write_job, e);
     return RP_OK;
 }
 
 bool rp__ckpt_async_done(rp__ckpt_engine_t *e)
 {
-    bool done;
-
-    pthread_mutex_lock(&e->mu);
-    done = !e->job_posted || e->job_done;
-    pthread_mutex_unlock(&e->mu);
-    return done;
+    return !e->writer_up || !rp__ckpt_worker_busy(&e->writer);
 }
 
 void rp__ckpt_async_wait(rp__ckpt_engine_t *e)
 {
-    pthread_mutex_lock(&e->mu);
-    while (e->job_posted && !e->job_done) {
-        pthread_cond_wait(&e->cv, &e->mu);
+    if (e->writer_up) {
+        rp__ckpt_worker_wait(&e->writer);
     }
-    e->job_posted = false;
-    e->job_done = false;
-    pthread_mutex_unlock(&e->mu);
 }
 
 void rp__ckpt_async_stop(rp__ckpt_engine_t *e)
 {
-    if (!e->thread_up) {
+    if (!e->writer_up) {
         free(e->defer_segs); /* a snapshot that was never written */
         e->defer_segs = NULL;
         return;
     }
-    rp__ckpt_async_wait(e);
-    pthread_mutex_lock(&e->mu);
-    e->quit = true;
-    pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-    pthread_join(e->thread, NULL);
-    e->thread_up = false;
+    rp__ckpt_worker_stop(&e->writer);
+    e->writer_up = false;
     free(e->defer_segs);
     e->defer_segs = NULL;
 }

@@ -6,7 +6,6 @@
 #include "ckpt/write/pcopy.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt/format/worker.h"
 #include "util/log.h"
 
 /* The most threads a copy uses unless told otherwise: one thread's copy
@@ -26,26 +26,22 @@
  * thread saves (a few microseconds against ~1 ms per 8 MiB). */
 #define RP_PC_MIN_PART (8u << 20)
 
+/* Part @part of the copy in progress, for one worker. */
+typedef struct rp_pc_job {
+    rp__ckpt_pcopy_t *p;
+    unsigned part;
+} rp_pc_job_t;
+
 struct rp__ckpt_pcopy {
-    pthread_mutex_t mu;
-    pthread_cond_t go;    /* a new copy (gen moved) or quit */
-    pthread_cond_t done;  /* pending reached 0 */
-    pthread_t th[RP_PC_MAX];
-    unsigned nth;         /* threads beside the caller's */
-    unsigned gen;
-    bool quit;
+    rp__ckpt_worker_t w[RP_PC_MAX];
+    rp_pc_job_t job[RP_PC_MAX];
+    unsigned nth;         /* workers beside the caller's thread */
     /* the copy in progress */
     const rp__ckpt_span_t *spans;
     size_t nspans;
     uint64_t total;
-    unsigned parts;       /* part 0 is the caller's, part i thread i-1's */
-    unsigned pending;     /* threads not yet done with this copy */
+    unsigned parts;       /* part 0 is the caller's, part i worker i-1's */
 };
-
-typedef struct rp_pc_arg {
-    rp__ckpt_pcopy_t *p;
-    unsigned part;
-} rp_pc_arg_t;
 
 /* Bytes [@begin, @end) of the concatenated spans into place. */
 static void rp_pc_range(const rp__ckpt_span_t *spans, size_t nspans,
@@ -92,36 +88,11 @@ static void rp_pc_part(const rp__ckpt_pcopy_t *p, unsigned k)
                 rp_pc_cut(p->total, p->parts, k + 1));
 }
 
-static void *rp_pc_main(void *arg)
+static void rp_pc_job(void *arg)
 {
-    rp_pc_arg_t *a = arg;
-    rp__ckpt_pcopy_t *p = a->p;
-    /* Copies are counted from the pool's creation (gen 0), not from when
-     * this thread first runs: one posted before then is still this
-     * thread's to do. */
-    unsigned me = a->part, seen = 0;
+    const rp_pc_job_t *j = arg;
 
-    free(a);
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->quit && p->gen == seen) {
-            pthread_cond_wait(&p->go, &p->mu);
-        }
-        if (p->quit) {
-            break;
-        }
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
-        if (me < p->parts) {
-            rp_pc_part(p, me);
-        }
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) {
-            pthread_cond_signal(&p->done);
-        }
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
+    rp_pc_part(j->p, j->part);
 }
 
 rp_status_t rp__ckpt_pcopy_threads(int local_size, unsigned *n_p)
@@ -169,21 +140,12 @@ rp__ckpt_pcopy_t *rp__ckpt_pcopy_new(unsigned n)
     if (n <= 1 || (p = calloc(1, sizeof(*p))) == NULL) {
         return NULL;
     }
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->done, NULL);
     for (unsigned i = 0; i + 1 < n; i++) {
-        rp_pc_arg_t *a = malloc(sizeof(*a));
-
-        if (a == NULL) {
+        if (!rp__ckpt_worker_start(&p->w[i])) {
             break;
         }
-        a->p = p;
-        a->part = i + 1;
-        if (pthread_create(&p->th[i], NULL, rp_pc_main, a) != 0) {
-            free(a);
-            break;
-        }
+        p->job[i].p = p;
+        p->job[i].part = i + 1;
         p->nth++;
     }
     if (p->nth == 0) {
@@ -210,21 +172,18 @@ void rp__ckpt_pcopy_run(rp__ckpt_pcopy_t *p, const rp__ckpt_span_t *spans,
         rp_pc_range(spans, nspans, 0, total);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->spans = spans;
     p->nspans = nspans;
     p->total = total;
     p->parts = parts;
-    p->pending = p->nth;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    rp_pc_part(p, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) {
-        pthread_cond_wait(&p->done, &p->mu);
+    /* Posting publishes the fields above to each worker (its mutex). */
+    for (unsigned i = 0; i + 1 < parts; i++) {
+        rp__ckpt_worker_post(&p->w[i], rp_pc_job, &p->job[i]);
     }
-    pthread_mutex_unlock(&p->mu);
+    rp_pc_part(p, 0);
+    for (unsigned i = 0; i + 1 < parts; i++) {
+        rp__ckpt_worker_wait(&p->w[i]);
+    }
 }
 
 void rp__ckpt_pcopy_free(rp__ckpt_pcopy_t *p)
@@ -232,15 +191,8 @@ void rp__ckpt_pcopy_free(rp__ckpt_pcopy_t *p)
     if (p == NULL) {
         return;
     }
-    pthread_mutex_lock(&p->mu);
-    p->quit = true;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
     for (unsigned i = 0; i < p->nth; i++) {
-        pthread_join(p->th[i], NULL);
+        rp__ckpt_worker_stop(&p->w[i]);
     }
-    pthread_cond_destroy(&p->done);
-    pthread_cond_destroy(&p->go);
-    pthread_mutex_destroy(&p->mu);
     free(p);
 }

@@ -5,9 +5,8 @@
  * spare it splits the copy between them. Where it has none (ranks as
  * many as cores, as on a 2-core test machine) it copies alone, as before.
  *
- * The pool's threads are the engine's for its lifetime, idle on a
- * condition variable between checkpoints, and inherit the rank's CPU
- * binding.
+ * The pool's threads (format/worker.h) are the engine's for its lifetime,
+ * idle between checkpoints, and inherit the rank's CPU binding.
  */
 #ifndef RP_CKPT_PCOPY_H
 #define RP_CKPT_PCOPY_H
