@@ -2,7 +2,7 @@
  * ringpoint-ckpt ls, verify, show and prune (ckpt_tool.h).
  *
  * Every command judges a checkpoint with the one validator of
- * runtime/ckpt/validate.h and prints its verdict in the one wording,
+ * runtime/ckpt/catalog/validate.h and prints its verdict in the one wording,
  * "step N: STATE: ckpt/file[ part]: detail", so ls, ls --full, verify,
  * show and prune, and a restoring job's log, give the same answer about
  * the same bytes. ls alone uses the quick check (manifest, shard lengths

@@ -48,7 +48,7 @@ bool rp__stop_skip(const rp__stop_budget_t *b, uint64_t estimate_ns);
 
 /* A job's --signal warning goes to srun steps, or with B: to the batch
  * shell only; a program started by the batch script itself without srun
- * sees it only in the B: form (Lightning #6626). Slurm 22.05 does not tell
+ * sees it only in the B: form. Slurm 22.05 does not tell
  * a job its --signal, so when the plugin describes the job
  * (@under_plugin) and this process runs outside an srun step (@in_step
  * false), write a warning into @msg and return true. */

@@ -74,7 +74,8 @@ static void rp_eng_parse_fault(rp__ckpt_engine_t *e)
 }
 
 /* Rank 0 warns, where the user reads the job's output, about a warning
- * signal that cannot reach it (Lightning #6626). */
+ * signal that cannot reach it: otherwise the job is simply killed at its
+ * limit with no checkpoint and nothing says why (budget.h). */
 static void rp_eng_check_signal(const rp__ckpt_engine_t *e)
 {
     /* srun's tasks have a step id; the batch script has none (or "batch"
@@ -484,7 +485,8 @@ rp_status_t rp__ckpt_step(rp__ckpt_engine_t *e, uint64_t step,
 }
 
 /* Rank 0 says why the job stops and what happens next, where the user
- * reads the job's output (Lightning #4265: say it loudly). */
+ * reads the job's output: a job that ends early on a signal looks like a
+ * crash unless it says it stopped on purpose and will be requeued. */
 static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
                             int why, bool committed)
 {
@@ -499,7 +501,8 @@ static void rp_eng_log_stop(const rp__ckpt_engine_t *e, uint64_t step,
         (void)rp__parse_uint(restarts, 0, UINT64_MAX, &done, NULL, 0);
     }
     if (committed) {
-        /* What the stop cost, against what it had (issue 13): the bytes,
+        /* What the stop cost, against what it had, so a user can size
+         * the warning signal's lead time: the bytes,
          * the time since the signal reached this rank (or the write and
          * commit alone when it came to another rank), and what is left
          * before SIGKILL. */

@@ -3,27 +3,25 @@
  * registered state, and the coordinated checkpoint built on the format
  * layer and the collectives.
  *
- *   regions.c  registration, the stream / per-rank layout, the table hash
- *   engine.c   the safe point: the collective decision, the state machine
- *   commit.c   two-phase commit: begin (in-flight dir), write, finish
- *   async.c    staging buffers and the background writer thread
- *   shardio.c  the durable file steps of one checkpoint (a shard from
- *              memory segments, the manifest, the commit rename), shared
- *              with the format layer's one-process writer; sync shard
- *              writes through a ring of bounce buffers and a writer thread
- *   cursor.c   the payload cursor: segments copied and checksummed in one
- *              pass (shardio.h)
- *   worker.c   a helper thread, one job at a time (the restore's reads)
- *   pcopy.c    the async snapshot's copy split between a rank's idle cores
- *   devstage.c device regions copied to page-locked host memory (through
- *              the GPU module) and back
- *   budget.c   the time a stop has, and whether its checkpoint fits
- *   watchdog.c ends a stop whose checkpoint write hangs past that time
- *   reader*.c  restore on any world size, with fall-back on bad CRCs
- *              (reader.h says which file does what)
- *   api.c      the public functions (argument checks)
- * The format layer's files (manifest, shard header, validator, catalog,
- * retention) are listed in catalog.h.
+ * runtime/ckpt/ by folder, each file's functions in its own header:
+ *   format/   the on-disk format and its durable file steps: CRC32C,
+ *             names and stripes (layout.c), the shard header, the
+ *             manifest (model, grammar, encoder, parser), careful file
+ *             I/O, the shard writer (shardio.c) and its payload cursor,
+ *             the helper thread (worker.c)
+ *   catalog/  judging and listing a directory's checkpoints: verdicts,
+ *             the validator, the catalog, retention (catalog.h)
+ *   engine/   this struct (engine.c: the safe point, the state machine),
+ *             the registered regions, the checkpoint root (root.c),
+ *             device staging, the stop budget and watchdog, the public
+ *             functions (api.c)
+ *   write/    the two-phase commit, async staging and its writer, the
+ *             snapshot copy's threads (pcopy.c), the one-process writer
+ *             of tests and tools (write_local.c)
+ *   read/     restore on any world size, with fall-back on bad CRCs
+ *             (reader_int.h says which file does what), and find
+ * format/ and catalog/ never include engine/, write/ or read/: the
+ * ringpoint-ckpt tool uses them without a context.
  *
  * Threads: only the application's thread runs collectives. The writer
  * thread of async mode writes and fsyncs this rank's shard and nothing
@@ -67,7 +65,7 @@ typedef struct rp__ckpt_reg {
     void *addr;
     uint64_t size;
     uint64_t offset; /* in the stream or in the per-rank section */
-    bool device;     /* GPU memory, staged through ckpt/devstage.h */
+    bool device;     /* GPU memory, staged through ckpt/engine/devstage.h */
 } rp__ckpt_reg_t;
 
 /* One checkpoint between begin and finish. */

@@ -22,8 +22,9 @@
 #define RP_WD_MARGIN_MS 1000
 /* The shortest limit. A stop with almost no time left still settles the
  * write in flight and agrees with the others that there is no time for its
- * own checkpoint (engine.c), which on a loaded node took more than 100 ms:
- * a shorter limit ended such stops with a false 'file system hangs'. If
+ * own checkpoint (engine.c), which takes a collective round or two and
+ * can be slow on a loaded node: a shorter limit ended such stops with a
+ * false 'file system hangs'. If
  * SIGKILL comes first, it ends the step as it would have anyway. */
 #define RP_WD_MIN_MS 1000
 

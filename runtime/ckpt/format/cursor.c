@@ -1,7 +1,7 @@
 /*
  * The payload cursor of a shard write: the registered memory segments
  * copied into a bounce or staging buffer and checksummed chunk by chunk in
- * the same pass (shardio.h).
+ * the same pass (cursor.h).
  */
 #include "config.h"
 

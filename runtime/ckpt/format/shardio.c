@@ -172,8 +172,8 @@ static int rp_sio_open(int cfd, const char *name, bool *direct)
  * device (it is several times faster), the writer goes from one pwrite
  * straight into the next and never waits for the caller's thread to be
  * scheduled. (When the caller handed each buffer over, every write
- * waited for two thread wake-ups in a row, 1-5 ms each on a loaded
- * machine, 64 times per 512 MiB.) */
+ * waited for two thread wake-ups in a row, which on a loaded machine
+ * cost more than the copy saved.) */
 typedef struct rp_sio_ring {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -359,9 +359,8 @@ rp_status_t rp__ckpt_shard_write(int cfd, const char *label,
      * payload, from the first bounce buffer: every write then starts on a
      * multiple of the buffer's size in the file, as a plain writer's do.
      * (With the header on its own, each write started 4 KiB past such a
-     * multiple and the same bytes took 5-10 % longer to reach the disk
-     * of the test machine, fsync included; and the header cost one more
-     * synchronous write, 0.2-9 ms.) */
+     * multiple, which devices take more slowly than aligned writes, and
+     * the header cost one more synchronous write.) */
     lead = cur != NULL && len > 0 ? RP_CKPT_SHARD_HEADER_SIZE : 0;
     if (lead == 0) {
         rc = rp_sio_pwrite(fd, &direct, bounce, RP_CKPT_SHARD_HEADER_SIZE, 0,

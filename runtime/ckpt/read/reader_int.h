@@ -31,16 +31,15 @@ struct iovec;
  * ranks' pieces together; each rank sends its share, at most
  * RP_RD_ROUND_MAX and at least RP_RD_ROUND_MIN). Small enough that the
  * receive buffer stays in cache for the scatter copy that reads it, and
- * below the sizes where the transport slows down: measured here with
- * ringpoint-bench allgather at 2 ranks, 11-13 GB/s up to 2 MiB received,
- * 8 GB/s at 8 MiB, 1.4 GB/s at 16 MiB (the old rounds were 32 MiB). */
+ * below the sizes where the transport's allgather slows down (past a few
+ * MiB received per round, ringpoint-bench allgather shows it). */
 #define RP_RD_ROUND_BYTES (2u << 20)
 #define RP_RD_ROUND_MAX (1u << 20)
 #define RP_RD_ROUND_MIN (64u << 10)
 /* Longest single read of whole chunks: long requests for the device, and
- * the bytes still in cache for their CRC (here the hypervisor copies
- * O_DIRECT reads through the CPU); 8, 16 and 64 MiB measured alike when
- * the CRCs followed each read on the same thread. */
+ * the bytes still in cache for their CRC (where a hypervisor copies
+ * O_DIRECT reads through the CPU); longer runs gained nothing once the
+ * CRCs followed each read on the same thread. */
 #define RP_RD_RUN (16u << 20)
 /* Direct reads need the file offset, length and buffer on this. */
 #define RP_RD_ALIGN 4096u

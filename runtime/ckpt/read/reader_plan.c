@@ -31,8 +31,8 @@
  * as its staging. Sync mode frees it with the candidate (its memory
  * budget is a bounce buffer, not a stripe).
  *
- * A new one is not faulted in here: mapping a fresh 512 MiB stripe took
- * 136-268 ms (two ranks at once), as long as a third of reading it. The
+ * A new one is not faulted in here: mapping a fresh stripe page by page
+ * costs a sizeable fraction of reading it. The
  * reads map it instead, the restore's thread faulting in each run's pages
  * while the run before it is read (rp__rd_whole), so the faults overlap
  * the device; what the stripe does not cover (the snapshots' extra) is

@@ -11,10 +11,10 @@
  *
  * Device regions reach the snapshot already copied: rp__ckpt_devstage_out
  * put them in pinned memory the GPU no longer writes. Copying them again
- * and checksumming on the caller's time made the stall 7x the GPU's own
- * copy (1-16 GiB on an H100: 0.15 s/GiB against 0.02). So where device
- * regions are registered the caller copies only its host bytes, and the
- * writer moves the device bytes into staging and computes the CRCs.
+ * and checksumming on the caller's time made the stall several times the
+ * GPU's own copy (doc/ has the figures). So where device regions are
+ * registered the caller copies only its host bytes, and the writer moves
+ * the device bytes into staging and computes the CRCs.
  */
 #include "config.h"
 
@@ -185,13 +185,12 @@ rp_status_t rp__ckpt_async_snapshot(rp__ckpt_engine_t *e)
 
 rp_status_t rp__ckpt_async_start(rp__ckpt_engine_t *e)
 {
-    /* The writer keeps the default priority. Measured on a small shared
-     * machine: as SCHED_IDLE it got so little CPU that the background
-     * write took several times longer; at nice 10 a write that failed
-     * half way was still not finished several safe points later, so its
-     * error surfaced only at rp_finalize (test_ckpt_write_error_async).
-     * It needs little CPU anyway: O_DIRECT from staging, and the CRCs of
-     * the staged bytes. */
+    /* The writer keeps the default priority: at a lower one, on a machine
+     * shared with other jobs, it got so little CPU that the background
+     * write fell behind, and a write that failed half way was not
+     * finished for several safe points, so its error surfaced only at
+     * rp_finalize (test_ckpt_write_error_async). It needs little CPU
+     * anyway: O_DIRECT from staging, and the CRCs of the staged bytes. */
     if (!e->writer_up) {
         if (!rp__ckpt_worker_start(&e->writer)) {
             rp_error("checkpoint: cannot start the writer thread: %s",

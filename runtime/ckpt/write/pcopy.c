@@ -23,7 +23,7 @@
 #define RP_PC_AUTO_MAX 8u
 #define RP_PC_MAX 64u
 /* The least a thread is given: below it the wake-up costs more than the
- * thread saves (a few microseconds against ~1 ms per 8 MiB). */
+ * thread saves: a wake-up is microseconds, 8 MiB of copy is much more. */
 #define RP_PC_MIN_PART (8u << 20)
 
 /* Part @part of the copy in progress, for one worker. */

@@ -1,9 +1,9 @@
 /*
- * The snapshot copy on several threads (pcopy.c). One thread copies at
- * 8-12 GB/s on the servers GPUs sit in, far below what their memory
- * gives; the async stall is that copy, so where a rank has cores to
+ * The snapshot copy on several threads (pcopy.c). One thread's copy is
+ * bound by the latency of its own cache misses, far below what a
+ * server's memory gives; the async stall is that copy, so where a rank has cores to
  * spare it splits the copy between them. Where it has none (ranks as
- * many as cores, as on a 2-core test machine) it copies alone, as before.
+ * many as cores) it copies alone.
  *
  * The pool's threads (format/worker.h) are the engine's for its lifetime,
  * idle between checkpoints, and inherit the rank's CPU binding.
