@@ -31,7 +31,6 @@
 #include <stdint.h>
 
 #include "ringpoint/status.h"
-#include "ckpt/format/layout.h"
 #include "ckpt/format/manifest.h"
 #include "ckpt/catalog/verdict.h"
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "ckpt/engine/engine.h"
-#include "ckpt/format/shardio.h"
+#include "ckpt/format/cursor.h"
 
 rp_status_t rp__ckpt_regions_add(rp__ckpt_engine_t *e, const char *name,
                                  void *addr, size_t size,

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/prune.h"
 #include "core/settings.h"
 #include "util/log.h"

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/validate.h"
 #include "ckpt/read/reader.h"
 #include "ckpt/read/reader_int.h"

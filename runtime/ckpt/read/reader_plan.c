@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/validate.h"
 #include "ckpt/catalog/validate_shard.h"
 #include "ckpt/engine/root.h"

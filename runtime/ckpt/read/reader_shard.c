@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/validate_shard.h"
 #include "ckpt/format/crc32c.h"
 #include "ckpt/format/fileio.h"

@@ -39,7 +39,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/prune.h"
 #include "ckpt/engine/engine.h"
 #include "ckpt/engine/regions.h"

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/catalog/catalog.h"
 #include "ckpt/catalog/prune.h"
 #include "ckpt/format/cursor.h"
 #include "ckpt/format/fileio.h"
