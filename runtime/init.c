@@ -10,7 +10,7 @@
 
 #include "core/context.h"
 #include "core/fork.h"
-#include "ckpt/engine.h"
+#include "ckpt/engine/engine.h"
 #include "coll/comm.h"
 #include "gpu/path.h"
 #include "reduce/reduce.h"

@@ -54,32 +54,41 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/reduce/reduce_x86.c \
 	runtime/reduce/half.h runtime/reduce/kernels.h \
 	runtime/reduce/kernels_impl.h runtime/reduce/simd.h \
-	runtime/ckpt/budget.c runtime/ckpt/budget.h \
-	runtime/ckpt/watchdog.c runtime/ckpt/watchdog.h \
-	runtime/ckpt/catalog.c runtime/ckpt/catalog.h \
-	runtime/ckpt/catalog_int.h runtime/ckpt/validate.c \
-	runtime/ckpt/validate.h runtime/ckpt/verdict.c \
-	runtime/ckpt/prune.c \
-	runtime/ckpt/crc32c.c runtime/ckpt/crc32c.h \
-	runtime/ckpt/fileio.c runtime/ckpt/fileio.h \
-	runtime/ckpt/layout.c runtime/ckpt/layout.h \
-	runtime/ckpt/manifest.c runtime/ckpt/manifest.h \
-	runtime/ckpt/manifest_int.h runtime/ckpt/manifest_encode.c \
-	runtime/ckpt/manifest_parse.c \
-	runtime/ckpt/shard.c runtime/ckpt/shard.h \
-	runtime/ckpt/write_local.c runtime/ckpt/write_local.h \
-	runtime/ckpt/shardio.c runtime/ckpt/shardio.h \
-	runtime/ckpt/cursor.c runtime/ckpt/worker.c \
-	runtime/ckpt/pcopy.c runtime/ckpt/pcopy.h \
-	runtime/ckpt/engine.c runtime/ckpt/engine.h \
-	runtime/ckpt/regions.c \
-	runtime/ckpt/devstage.c runtime/ckpt/devstage.h \
-	runtime/ckpt/commit.c \
-	runtime/ckpt/async.c \
-	runtime/ckpt/reader.c runtime/ckpt/reader.h \
-	runtime/ckpt/reader_plan.c runtime/ckpt/reader_shard.c \
-	runtime/ckpt/reader_find.c \
-	runtime/ckpt/api.c
+	runtime/ckpt/format/crc32c.c runtime/ckpt/format/crc32c.h \
+	runtime/ckpt/format/fileio.c runtime/ckpt/format/fileio.h \
+	runtime/ckpt/format/layout.c runtime/ckpt/format/layout.h \
+	runtime/ckpt/format/manifest_grammar.c runtime/ckpt/format/manifest_grammar.h \
+	runtime/ckpt/format/manifest.c runtime/ckpt/format/manifest.h \
+	runtime/ckpt/format/manifest_int.h \
+	runtime/ckpt/format/manifest_encode.c runtime/ckpt/format/manifest_encode.h \
+	runtime/ckpt/format/manifest_parse.c runtime/ckpt/format/manifest_parse.h \
+	runtime/ckpt/format/shard.c runtime/ckpt/format/shard.h \
+	runtime/ckpt/format/shardio.c runtime/ckpt/format/shardio.h \
+	runtime/ckpt/format/cursor.c runtime/ckpt/format/cursor.h \
+	runtime/ckpt/format/worker.c runtime/ckpt/format/worker.h \
+	runtime/ckpt/catalog/verdict.c runtime/ckpt/catalog/verdict.h \
+	runtime/ckpt/catalog/checkfile.c runtime/ckpt/catalog/checkfile.h \
+	runtime/ckpt/catalog/validate_shard.c runtime/ckpt/catalog/validate_shard.h \
+	runtime/ckpt/catalog/validate.c runtime/ckpt/catalog/validate.h \
+	runtime/ckpt/catalog/catalog.c runtime/ckpt/catalog/catalog.h \
+	runtime/ckpt/catalog/catalog_int.h \
+	runtime/ckpt/catalog/prune.c runtime/ckpt/catalog/prune.h \
+	runtime/ckpt/engine/budget.c runtime/ckpt/engine/budget.h \
+	runtime/ckpt/engine/watchdog.c runtime/ckpt/engine/watchdog.h \
+	runtime/ckpt/engine/engine.c runtime/ckpt/engine/engine.h \
+	runtime/ckpt/engine/regions.c runtime/ckpt/engine/regions.h \
+	runtime/ckpt/engine/root.c runtime/ckpt/engine/root.h \
+	runtime/ckpt/engine/devstage.c runtime/ckpt/engine/devstage.h \
+	runtime/ckpt/engine/api.c \
+	runtime/ckpt/write/write_local.c runtime/ckpt/write/write_local.h \
+	runtime/ckpt/write/pcopy.c runtime/ckpt/write/pcopy.h \
+	runtime/ckpt/write/commit.c runtime/ckpt/write/commit.h \
+	runtime/ckpt/write/async.c runtime/ckpt/write/async.h \
+	runtime/ckpt/read/reader_int.h \
+	runtime/ckpt/read/reader.c runtime/ckpt/read/reader.h \
+	runtime/ckpt/read/reader_plan.c runtime/ckpt/read/reader_plan.h \
+	runtime/ckpt/read/reader_shard.c runtime/ckpt/read/reader_shard.h \
+	runtime/ckpt/read/reader_find.c runtime/ckpt/read/reader_find.h
 runtime_libringpoint_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DRP_PKGLIBDIR='"$(pkglibdir)"' \
 	-DRP_SYSCONFDIR='"$(sysconfdir)"'
 runtime_libringpoint_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

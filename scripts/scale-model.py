@@ -406,7 +406,7 @@ def measure(a):
 # -------------------------------------------------------------------- model
 # Every time in seconds, every size in bytes. The formulas follow the code:
 # runtime/coll/allreduce*.c, barrier.c, runtime/core/context.c (which peers
-# a rank connects to), runtime/ckpt/commit.c and budget.c; doc/scale.md
+# a rank connects to), runtime/ckpt/write/commit.c and engine/budget.c; doc/scale.md
 # explains each.
 
 CORES = 2                      # this machine's CPUs: emulated ranks share them
@@ -415,7 +415,7 @@ CARD_BYTES = 5 * 4 + 64        # rp_peer_card_t (core/peer.h)
 UCX_CARD_BYTES = 4 + 4 + 8 + 40  # rp_ucx_card_t, before the worker address
 PER_PEER_BYTES = 32 + 1 + 32   # per rank and peer: UCX peer, touched, notice
 CHUNK = 4 * MIB                # RINGPOINT_CKPT_CHUNK_SIZE default
-BUDGET_FACTOR, BUDGET_MARGIN = 1.25, 2.0   # ckpt/budget.c
+BUDGET_FACTOR, BUDGET_MARGIN = 1.25, 2.0   # ckpt/engine/budget.c
 
 
 def log2i(n):
@@ -590,7 +590,7 @@ class Net:
 
 
 def agreement_bytes(n, size):
-    """The commit's agreement buffer (ckpt/commit.c): per rank an ok flag,
+    """The commit's agreement buffer (ckpt/write/commit.c): per rank an ok flag,
     a chunk count and its chunk CRCs, int32 each, summed over all ranks."""
     maxn = -(-(size // n + 4096) // CHUNK)
     return 4 * n * (2 + maxn)

@@ -174,6 +174,11 @@ EXTRA_DIST += tests/tools/test_layers.sh
 TESTS += tests/tools/test_doc_links.sh
 EXTRA_DIST += tests/tools/test_doc_links.sh
 
+# No two files call each other: for each pair of objects of the folders
+# named in RP_NO_PAIRS_DIRS, calls go one way at most (TAP).
+TESTS += tests/tools/test_no_pairs.sh
+EXTRA_DIST += tests/tools/test_no_pairs.sh
+
 # doc/scale.md's cost model refitted on doc/scale-data.csv: the held-out
 # predictions within its stated tolerances, every table, the plot (TAP).
 TESTS += tests/tools/test_scale_model.sh
@@ -189,7 +194,9 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 	export RP_GPU_CHECK RP_GPU_MODULE; \
 	RP_LIBRINGPOINT=$(abs_top_builddir)/runtime/.libs/libringpoint.so; \
 	RP_PLUGIN=$(abs_top_builddir)/spank/.libs/ringpoint.so; \
-	export RP_LIBRINGPOINT RP_PLUGIN;
+	export RP_LIBRINGPOINT RP_PLUGIN; \
+	RP_NO_PAIRS_DIRS="$(abs_top_builddir)/runtime/ckpt"; \
+	export RP_NO_PAIRS_DIRS;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 
 EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.sh \

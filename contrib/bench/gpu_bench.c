@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/engine.h"
+#include "ckpt/engine/engine.h"
 
 #define MAXR 64
 

@@ -9,7 +9,7 @@
  *   ringpoint-ckpt bench --dir DIR --size BYTES   (under srun / mpirun)
  *
  * Everything is judged by content (manifest, shard headers, CRCs) by the
- * validator a restarting job uses (runtime/ckpt/validate.h), so what this
+ * validator a restarting job uses (runtime/ckpt/catalog/validate.h), so what this
  * tool calls complete is what a job would resume from, and a bad
  * checkpoint is described in the same words. The commands are in
  * ckpt_cmd.c; the benchmark in ckpt_bench.c. Exit status: 0 good, 1 a

@@ -41,14 +41,6 @@
  */
 #include "config.h"
 
-#include "ckpt/catalog.h"
-#include "ckpt/engine.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/layout.h"
-#include "core/context.h"
-#include "ringpoint.h"
-#include "tools/ckpt_bench.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -60,6 +52,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/engine/root.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/write/async.h"
+#include "core/context.h"
+#include "ringpoint.h"
+#include "tools/ckpt_bench.h"
 
 extern char **environ;
 

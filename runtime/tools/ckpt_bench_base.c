@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/catalog.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/engine.h"
-#include "ckpt/layout.h"
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/format/layout.h"
 
 extern char **environ;
 

@@ -2,7 +2,7 @@
  * ringpoint-ckpt ls, verify, show and prune (ckpt_tool.h).
  *
  * Every command judges a checkpoint with the one validator of
- * runtime/ckpt/validate.h and prints its verdict in the one wording,
+ * runtime/ckpt/catalog/validate.h and prints its verdict in the one wording,
  * "step N: STATE: ckpt/file[ part]: detail", so ls, ls --full, verify,
  * show and prune, and a restoring job's log, give the same answer about
  * the same bytes. ls alone uses the quick check (manifest, shard lengths
@@ -20,10 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/catalog.h"
-#include "ckpt/layout.h"
-#include "ckpt/manifest.h"
-#include "ckpt/validate.h"
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/catalog/validate.h"
 #include "util/parse.h"
 
 /* One command's arguments, checked against what it takes. */

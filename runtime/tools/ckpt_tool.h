@@ -1,7 +1,7 @@
 /*
  * ringpoint-ckpt's commands, apart from main() so that a test can run them
  * in-process many times (tests/tools/ckpt_flip.c): ls, verify, show and
- * prune, each printing the verdicts of runtime/ckpt/validate.h.
+ * prune, each printing the verdicts of runtime/ckpt/catalog/validate.h.
  */
 #ifndef RP_TOOLS_CKPT_TOOL_H
 #define RP_TOOLS_CKPT_TOOL_H

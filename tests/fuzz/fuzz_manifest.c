@@ -18,8 +18,10 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/manifest.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/format/manifest_encode.h"
+#include "ckpt/format/manifest_parse.h"
 
 #define CRC_LINE_LEN 16 /* "crc32c XXXXXXXX\n" */
 

@@ -15,7 +15,9 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
-#include "ckpt/manifest.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/format/manifest_encode.h"
+#include "ckpt/format/manifest_parse.h"
 
 static uint32_t pick_world(fuzz_in_t *in)
 {

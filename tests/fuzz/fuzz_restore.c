@@ -23,12 +23,13 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
+#include "ckpt/catalog/validate.h"
 #include "ringpoint.h"
-#include "ckpt/catalog.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/layout.h"
-#include "ckpt/shard.h"
-#include "ckpt/write_local.h"
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/shard.h"
+#include "ckpt/write/write_local.h"
 
 #include <dirent.h>
 #include <fcntl.h>

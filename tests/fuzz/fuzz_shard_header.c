@@ -1,5 +1,5 @@
 /*
- * The shard file header (runtime/ckpt/shard.c): 4096 bytes at the start of
+ * The shard file header (runtime/ckpt/format/shard.c): 4096 bytes at the start of
  * every shard, read from a file anyone with write access to the checkpoint
  * directory may have changed. The input is the header (padded with zeros
  * to 4096 bytes); its CRC at bytes 60-63 is set to match first, so the
@@ -17,8 +17,8 @@
 #include "config.h"
 
 #include "fuzz/fuzz.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/shard.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/shard.h"
 
 static uint32_t le32(const uint8_t *p)
 {

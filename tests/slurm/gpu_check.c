@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "bootstrap/bootstrap.h"
-#include "ckpt/engine.h"
+#include "ckpt/engine/engine.h"
 #include "core/context.h"
 #include "gpu/path.h"
 

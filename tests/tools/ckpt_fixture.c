@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "ckpt/write_local.h"
+#include "ckpt/write/write_local.h"
 #include "util/parse.h"
 
 #include <stdio.h>

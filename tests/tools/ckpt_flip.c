@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "ringpoint.h"
-#include "ckpt/layout.h"
-#include "ckpt/shard.h"
-#include "ckpt/write_local.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/shard.h"
+#include "ckpt/write/write_local.h"
 #include "tools/ckpt_tool.h"
 
 #define STREAM 20000u   /* "model": striped over both shards */

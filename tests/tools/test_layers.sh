@@ -79,6 +79,12 @@ check "only runtime/core/settings_table.c reads RINGPOINT_* variables" "$(grep -
     grep -v -e '^runtime/core/settings_table\.c:' -e '^runtime/util/log\.c:.*"RINGPOINT_LOG_LEVEL"' \
         -e '^runtime/util/step_marker\.h:.*RP_STEP_MARKER_ENV')"
 
+# The checkpoint format and catalog stand alone: ringpoint-ckpt judges,
+# lists and prunes a directory with them and no context, so they include
+# nothing of the engine, the writer or the reader.
+check "runtime/ckpt/format/ and catalog/ include no ckpt/engine/, write/ or read/ header" "$(includes runtime/ckpt/format runtime/ckpt/catalog |
+    grep -E '#[[:space:]]*include[[:space:]]*"ckpt/(engine|write|read)/')"
+
 # The Python package reaches the library only through the public API: every
 # function it declares to ctypes is one the public headers declare.
 check "python/ringpoint declares only functions of include/ringpoint" "$(

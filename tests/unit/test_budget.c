@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/budget.h"
-#include "ckpt/watchdog.h"
+#include "ckpt/engine/budget.h"
+#include "ckpt/engine/watchdog.h"
 #include "core/settings.h"
 
 static rp__job_limits_t limits(int64_t kw, int64_t grace, int64_t end)

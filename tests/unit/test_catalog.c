@@ -25,12 +25,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt/catalog.h"
-#include "ckpt/crc32c.h"
-#include "ckpt/layout.h"
-#include "ckpt/manifest.h"
-#include "ckpt/shard.h"
-#include "ckpt/write_local.h"
+#include "ckpt/catalog/catalog.h"
+#include "ckpt/catalog/prune.h"
+#include "ckpt/catalog/validate.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/format/shard.h"
+#include "ckpt/write/write_local.h"
 #include "test_rng.h"
 
 #define TEST_WORLD    4u

@@ -18,12 +18,14 @@
 
 #include <cmocka.h>
 
-#include "ckpt/crc32c.h"
-#include "ckpt/engine.h"
-#include "ckpt/layout.h"
-#include "ckpt/pcopy.h"
-#include "ckpt/shard.h"
-#include "ckpt/shardio.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/cursor.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/shard.h"
+#include "ckpt/format/shardio.h"
+#include "ckpt/write/pcopy.h"
 #include "core/settings.h"
 #include "util/log.h"
 

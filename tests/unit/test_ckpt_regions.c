@@ -20,8 +20,9 @@
 #include <cmocka.h>
 
 #include "ringpoint.h"
-#include "ckpt/engine.h"
-#include "ckpt/shard.h"
+#include "ckpt/engine/engine.h"
+#include "ckpt/engine/regions.h"
+#include "ckpt/format/shard.h"
 #include "core/context.h"
 
 typedef struct fixture {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ckpt/crc32c.h"
+#include "ckpt/format/crc32c.h"
 #include "test_rng.h"
 
 

@@ -15,8 +15,8 @@
 #include <ringpoint.h>
 
 #include "bootstrap/bootstrap.h"
-#include "ckpt/devstage.h"
-#include "ckpt/engine.h"
+#include "ckpt/engine/devstage.h"
+#include "ckpt/engine/engine.h"
 #include "gpu/gpu.h"
 
 #define MISSING "/nonexistent/ringpoint-nccl.so"

@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/crc32c.h"
-#include "ckpt/layout.h"
-#include "ckpt/manifest.h"
-#include "ckpt/manifest_int.h"
-#include "ckpt/shard.h"
+#include "ckpt/format/crc32c.h"
+#include "ckpt/format/layout.h"
+#include "ckpt/format/manifest.h"
+#include "ckpt/format/manifest_encode.h"
+#include "ckpt/format/manifest_grammar.h"
+#include "ckpt/format/manifest_parse.h"
+#include "ckpt/format/shard.h"
 #include "test_rng.h"
 
 
