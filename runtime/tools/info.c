@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gpu/gpu.h"
+#include "transport/module.h"
 
 static void usage(FILE *out)
 {
@@ -77,6 +78,27 @@ static void print_gpus(void)
     }
 }
 
+#ifdef HAVE_UCX
+/* The transport module: where it is looked for, and whether it loads
+ * (which runs UCX's start-up, as a job's first transport would). */
+static void print_ucx(void)
+{
+    char path[4096], why[5120], line[8192];
+    const rp__transport_module_t *mod;
+
+    rp__transport_module_path(path, sizeof(path));
+    mod = rp__transport_module(why, sizeof(why));
+    if (mod != NULL) {
+        snprintf(line, sizeof(line), "UCX %s transport (host-memory "
+                 "collectives; module %s)", mod->version, path);
+    } else {
+        snprintf(line, sizeof(line), "UCX " RP_UCX_VERSION " transport, "
+                 "not loadable: %s", why);
+    }
+    print_component("ucx", line);
+}
+#endif
+
 static int print_build(void)
 {
     printf("ringpoint %s (library %s)\n", PACKAGE_VERSION, rp_version());
@@ -91,7 +113,7 @@ static int print_build(void)
     print_component("pmix", "no (single-process bootstrap only)");
 #endif
 #ifdef HAVE_UCX
-    print_component("ucx", "UCX " RP_UCX_VERSION " transport (host-memory collectives)");
+    print_ucx();
 #else
     print_component("ucx", "no");
 #endif

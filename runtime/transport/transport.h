@@ -92,15 +92,13 @@ struct rp_transport {
 
 /* Create the host-memory transport ("ucx") and publish its address through
  * @bs. Call before the bootstrap fence that makes puts visible; connecting
- * to a peer reads that peer's address afterwards. */
+ * to a peer reads that peer's address afterwards. The first call opens the
+ * UCX module (module.h); one that cannot be opened fails the call with
+ * RP_ERR_NOT_SUPPORTED, its path and reason logged. */
 rp_status_t rp__transport_create(const char *name, rp_bootstrap_t *bs,
                                  rp_transport_t **tp_p);
 
 /* Destroy; NULL is ignored. */
 void rp__transport_destroy(rp_transport_t *tp);
-
-#ifdef HAVE_UCX
-rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs, rp_transport_t **tp_p);
-#endif
 
 #endif /* RP_TRANSPORT_H */
