@@ -87,7 +87,8 @@ runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la -lpthread
 RP_DEPS_LDFLAGS =
 RP_DEPS_LIBS =
 if HAVE_PMIX
-runtime_libringpoint_core_la_SOURCES += runtime/bootstrap/pmix.c
+runtime_libringpoint_core_la_SOURCES += runtime/bootstrap/pmix.c \
+	runtime/bootstrap/pmix_job.c runtime/bootstrap/pmix_int.h
 runtime_libringpoint_core_la_CPPFLAGS += $(PMIX_CPPFLAGS)
 RP_DEPS_LDFLAGS += $(PMIX_LDFLAGS)
 RP_DEPS_LIBS += $(PMIX_LIBS)

@@ -89,8 +89,8 @@ check "only runtime/nccl/ (and the GPU benchmark) include CUDA or NCCL headers" 
 # benchmark that measures UCX itself, as the floor under the collectives.
 check "only runtime/transport/ucx_* (and the UCX floor benchmark) include UCX headers" "$(includes runtime spank contrib include |
     grep -E '<(ucp|ucs|uct)/' | grep -v -e '^runtime/transport/ucx_[a-z]*\.[ch]:' -e '^contrib/bench/ucx_exchange\.c:')"
-check "only runtime/bootstrap/pmix.c includes PMIx headers" "$(includes runtime spank contrib include |
-    grep -E '<pmix' | grep -v '^runtime/bootstrap/pmix\.c:')"
+check "only runtime/bootstrap/pmix* includes PMIx headers" "$(includes runtime spank contrib include |
+    grep -E '<pmix' | grep -v '^runtime/bootstrap/pmix[a-z_]*\.[ch]:')"
 
 # The same lines on the built objects, when make check names them.
 # links NAME LIB PATTERN: LIB (if built) links no library matching PATTERN.
