@@ -81,6 +81,35 @@ static void rp_ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t st)
     peer->status = RP_ERR_PEER_FAILED;
 }
 
+/* What @rank published: its card into @card, and the whole blob (card,
+ * then worker address) into *@blob_p, the caller's to free. */
+static rp_status_t rp_ucx_fetch_card(rp_transport_t *tp, int rank,
+                                     rp_ucx_card_t *card, void **blob_p)
+{
+    rp_ucx_t *ucx = tp->impl;
+    void *addr = NULL;
+    size_t len = 0;
+    rp_status_t status;
+
+    status = tp->bs->ops->get(tp->bs, rank, ucx->key, &addr, &len);
+    if (status != RP_OK) {
+        rp_error("transport: no UCX address published by rank %d under "
+                 "%s (%s)", rank, ucx->key, rp_status_string(status));
+        return status == RP_ERR_NOT_FOUND ? RP_ERR_BOOTSTRAP : status;
+    }
+    if (len <= sizeof(*card) ||
+        (memcpy(card, addr, sizeof(*card)), card->magic != RP_UCX_CARD_MAGIC)) {
+        rp_error("transport: the UCX address of rank %d is malformed "
+                 "(mixed ringpoint versions?)", rank);
+        free(addr);
+        return RP_ERR_BOOTSTRAP;
+    }
+    card->boot_id[sizeof(card->boot_id) - 1] = '\0';
+    card->node[sizeof(card->node) - 1] = '\0';
+    *blob_p = addr;
+    return RP_OK;
+}
+
 rp_status_t rp__ucx_connect_ep(rp_transport_t *tp, int rank, bool for_recv)
 {
     rp_ucx_t *ucx = tp->impl;
@@ -88,28 +117,16 @@ rp_status_t rp__ucx_connect_ep(rp_transport_t *tp, int rank, bool for_recv)
     ucp_ep_params_t params;
     rp_ucx_card_t card;
     void *addr = NULL;
-    size_t len = 0;
     rp_status_t status;
     ucs_status_t st;
 
     if (peer->ep != NULL || peer->unreachable) {
         return peer->status;
     }
-    status = tp->bs->ops->get(tp->bs, rank, ucx->key, &addr, &len);
+    status = rp_ucx_fetch_card(tp, rank, &card, &addr);
     if (status != RP_OK) {
-        rp_error("transport: no UCX address published by rank %d under "
-                 "%s (%s)", rank, ucx->key, rp_status_string(status));
-        return status == RP_ERR_NOT_FOUND ? RP_ERR_BOOTSTRAP : status;
+        return status;
     }
-    if (len <= sizeof(card) ||
-        (memcpy(&card, addr, sizeof(card)), card.magic != RP_UCX_CARD_MAGIC)) {
-        rp_error("transport: the UCX address of rank %d is malformed "
-                 "(mixed ringpoint versions?)", rank);
-        free(addr);
-        return RP_ERR_BOOTSTRAP;
-    }
-    card.boot_id[sizeof(card.boot_id) - 1] = '\0';
-    card.node[sizeof(card.node) - 1] = '\0';
     snprintf(peer->node, sizeof(peer->node), "%s", card.node);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
@@ -154,6 +171,42 @@ rp_status_t rp__ucx_connect_ep(rp_transport_t *tp, int rank, bool for_recv)
 rp_status_t rp__ucx_connect(rp_transport_t *tp, int rank)
 {
     return rp__ucx_connect_ep(tp, rank, false);
+}
+
+static rp_status_t rp_ucx_alloc(const rp_bootstrap_t *bs,
+                                rp_transport_t **tp_p, rp_ucx_t **ucx_p)
+{
+    rp_transport_t *tp = calloc(1, sizeof(*tp));
+    rp_ucx_t *ucx = calloc(1, sizeof(*ucx));
+
+    if (tp == NULL || ucx == NULL) {
+        rp_error("transport: out of memory");
+        goto err_free;
+    }
+    ucx->peers = calloc((size_t)bs->size, sizeof(*ucx->peers));
+    if (ucx->peers == NULL) {
+        rp_error("transport: out of memory for %d peers", bs->size);
+        goto err_free;
+    }
+    for (int i = 0; i < bs->size; i++) {
+        ucx->peers[i].ucx = ucx;
+        ucx->peers[i].rank = i;
+    }
+    *tp_p = tp;
+    *ucx_p = ucx;
+    return RP_OK;
+
+err_free:
+    free(ucx);
+    free(tp);
+    return RP_ERR_NO_MEMORY;
+}
+
+static void rp_ucx_free(rp_transport_t *tp, rp_ucx_t *ucx)
+{
+    free(ucx->peers);
+    free(ucx);
+    free(tp);
 }
 
 /* Close every endpoint: flush those that are healthy, for a bounded time,
@@ -220,45 +273,7 @@ void rp__ucx_destroy(rp_transport_t *tp)
     rp__live_destroy(ucx->live);
     ucp_worker_destroy(ucx->worker);
     ucp_cleanup(ucx->context);
-    free(ucx->peers);
-    free(ucx);
-    free(tp);
-}
-
-static rp_status_t rp_ucx_alloc(const rp_bootstrap_t *bs,
-                                rp_transport_t **tp_p, rp_ucx_t **ucx_p)
-{
-    rp_transport_t *tp = calloc(1, sizeof(*tp));
-    rp_ucx_t *ucx = calloc(1, sizeof(*ucx));
-
-    if (tp == NULL || ucx == NULL) {
-        rp_error("transport: out of memory");
-        goto err_free;
-    }
-    ucx->peers = calloc((size_t)bs->size, sizeof(*ucx->peers));
-    if (ucx->peers == NULL) {
-        rp_error("transport: out of memory for %d peers", bs->size);
-        goto err_free;
-    }
-    for (int i = 0; i < bs->size; i++) {
-        ucx->peers[i].ucx = ucx;
-        ucx->peers[i].rank = i;
-    }
-    *tp_p = tp;
-    *ucx_p = ucx;
-    return RP_OK;
-
-err_free:
-    free(ucx);
-    free(tp);
-    return RP_ERR_NO_MEMORY;
-}
-
-static void rp_ucx_free(rp_transport_t *tp, rp_ucx_t *ucx)
-{
-    free(ucx->peers);
-    free(ucx);
-    free(tp);
+    rp_ucx_free(tp, ucx);
 }
 
 /* The context, with the configuration UCX read from the environment (and
