@@ -19,12 +19,12 @@
  * Dead peers: to another host the endpoint uses UCX's PEER error mode, so
  * a peer that dies fails the requests to it instead of leaving them pending.
  * UCX 1.13 offers that mode on no shared-memory transport (asking for it
- * moves same-host traffic to TCP over loopback, many times slower for small
- * messages: doc/benchmarks.md), so to a peer on the same host the endpoint
- * keeps the default mode and the peer's liveness is checked by its pid
- * instead, when the boot id and pid namespace show the pid means the same
- * process to both. RINGPOINT_UCX_PEER_ERRMODE=1 forces the PEER mode
- * everywhere.
+ * moves same-host traffic to TCP over loopback, whose latency is many times
+ * shared memory's; doc/reliability.md), so to a peer on the same host the
+ * endpoint keeps the default mode and the peer's liveness is checked by
+ * its pid instead, when the boot id and pid namespace show the pid means
+ * the same process to both. RINGPOINT_UCX_PEER_ERRMODE=1 forces the PEER
+ * mode everywhere.
  *
  * Waiting is the caller's loop of progress() then block(): block() arms the
  * worker and sleeps on its event descriptor, so ranks that outnumber the
