@@ -38,6 +38,8 @@ static rp__transport_settings_t rp_init_transport_part(const rp_settings_t *s)
         .peer_timeout_s = s->peer_timeout_s,
         .peer_errmode = s->ucx_peer_errmode,
         .oversubscribed = s->coll_oversubscribed,
+        .ucx_module = s->ucx_module,
+        .ucx_config_cwd = s->ucx_config_cwd,
     };
 
     return t;

@@ -97,24 +97,49 @@ runtime_libringpoint_core_la_LIBADD = runtime/libringpoint_util.la -lpthread
 RP_DEPS_LDFLAGS =
 RP_DEPS_LIBS =
 if HAVE_PMIX
-runtime_libringpoint_core_la_SOURCES += runtime/bootstrap/pmix.c
+runtime_libringpoint_core_la_SOURCES += runtime/bootstrap/pmix.c \
+	runtime/bootstrap/pmix_job.c runtime/bootstrap/pmix_int.h
 runtime_libringpoint_core_la_CPPFLAGS += $(PMIX_CPPFLAGS)
 RP_DEPS_LDFLAGS += $(PMIX_LDFLAGS)
 RP_DEPS_LIBS += $(PMIX_LIBS)
 endif
+# The UCX transport is a module (below) that the library opens when a job
+# of several ranks creates its transport: the library links no UCX.
 if HAVE_UCX
-runtime_libringpoint_core_la_SOURCES += runtime/transport/ucx.c
-runtime_libringpoint_core_la_CPPFLAGS += $(UCX_CPPFLAGS)
-RP_DEPS_LDFLAGS += $(UCX_LDFLAGS)
+runtime_libringpoint_core_la_SOURCES += runtime/transport/loader.c \
+	runtime/transport/module.h
+# From the build tree (make check, the Python tests) the module is looked
+# for in the build tree; an installed library looks in pkglibdir.
+runtime_libringpoint_core_la_CPPFLAGS += -DRP_ABS_BUILDDIR='"$(abs_top_builddir)"'
+endif
+
+pkglib_LTLIBRARIES =
+
+# The UCX transport, a module libringpoint dlopens on first use
+# (runtime/transport/loader.c), so that nothing loads UCX (which reads
+# ucx.conf files, the working directory's among them) before a job
+# communicates. Only its entry point is exported.
+if HAVE_UCX
+pkglib_LTLIBRARIES += runtime/transport/ringpoint-ucx.la
+runtime_transport_ringpoint_ucx_la_SOURCES = \
+	runtime/transport/module.h runtime/transport/ucx_int.h \
+	runtime/transport/ucx_module.c runtime/transport/ucx_setup.c \
+	runtime/transport/ucx_tune.c runtime/transport/ucx_data.c \
+	runtime/transport/ucx_stall.c
+runtime_transport_ringpoint_ucx_la_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CPPFLAGS)
+runtime_transport_ringpoint_ucx_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # ucs_status_string() is libucs's; the check only finds libucp.
-RP_DEPS_LIBS += $(UCX_LIBS) -lucs
+runtime_transport_ringpoint_ucx_la_LIBADD = $(UCX_LIBS) -lucs
+runtime_transport_ringpoint_ucx_la_LDFLAGS = $(AM_LDFLAGS) $(UCX_LDFLAGS) \
+	-module -avoid-version -shared -no-undefined \
+	-export-symbols-regex '^rp_transport_module_v1$$'
 endif
 
 # The GPU path's CUDA/NCCL side, a module libringpoint dlopens on demand
 # (runtime/gpu/loader.c): never linked into libringpoint, so the library
 # and the plugin run where there is no CUDA.
 if HAVE_GPU_MODULE
-pkglib_LTLIBRARIES = runtime/nccl/ringpoint-nccl.la
+pkglib_LTLIBRARIES += runtime/nccl/ringpoint-nccl.la
 runtime_nccl_ringpoint_nccl_la_SOURCES = \
 	runtime/nccl/nccl_int.h runtime/nccl/module.c runtime/nccl/comm.c
 runtime_nccl_ringpoint_nccl_la_CPPFLAGS = $(AM_CPPFLAGS) $(GPU_MODULE_CPPFLAGS)

@@ -145,6 +145,11 @@ tests_tools_ckpt_fixture_LDFLAGS = $(AM_LDFLAGS) $(RP_DEPS_LDFLAGS) -no-install
 TESTS += tests/tools/test_ckpt_tool.sh
 EXTRA_DIST += tests/tools/test_ckpt_tool.sh
 
+# A ucx.conf left in the working directory by someone else: the offline
+# tools load no UCX, the library's UCX module does not read it (TAP).
+TESTS += tests/tools/test_ucx_conf.sh
+EXTRA_DIST += tests/tools/test_ucx_conf.sh
+
 # One verdict about a damaged checkpoint from every ringpoint-ckpt command
 # and the restore path: a byte flipped at every 512-byte offset and every
 # file cut short (TAP; the commands run in-process, a few seconds).

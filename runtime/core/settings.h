@@ -110,6 +110,8 @@ typedef struct rp_settings {
     int gpu_mode;             /* rp__gpu_mode_t (gpu/path.h) */
     char gpu_device[16];      /* "": from Slurm's binding */
     char gpu_module[RP_SETTING_PATH_LEN]; /* "": the installed one */
+    char ucx_module[RP_SETTING_PATH_LEN]; /* "": the installed one */
+    bool ucx_config_cwd;      /* UCX may read ./ucx.conf */
 
     /* Where each entry of the table came from, by its index. */
     rp_setting_source_t source[RP_SETTINGS_MAX];

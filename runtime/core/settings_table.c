@@ -128,6 +128,21 @@ static const rp_set_entry_t rp_set_table[] = {
      "any value (set: on)",
      "Set: peers on the same host also get UCX's peer error handling; by "
      "default only peers on other hosts do.", 0},
+    {"RINGPOINT_UCX_MODULE", RP_SK_PATH, RP_SF_STR, RP_S(ucx_module), 0, 0,
+     0, NULL, 0, "", "the installed one", "a path",
+     "The UCX transport module (ringpoint-ucx.so). The library links no "
+     "UCX: it opens this module when a job of several ranks first "
+     "communicates, so a process that only reads checkpoints never loads "
+     "UCX; rp_init fails naming the path when it cannot.",
+     RP_SF_EMPTY_UNSET},
+    {"RINGPOINT_UCX_CONFIG_CWD", RP_SK_WORD, RP_SF_BOOL, RP_F(ucx_config_cwd),
+     0, 0, 0, 0, rp_w_01, 0, NULL, "0", "1 or 0",
+     "1 lets UCX read a ucx.conf in the working directory, as UCX alone "
+     "does. By default the module is opened from a thread whose working "
+     "directory is /, since a file in the directory a job starts in may "
+     "belong to someone else and would set UCX's variables (its log file "
+     "among them); UCX's other configuration files and variables apply.",
+     RP_SF_EMPTY_UNSET},
 
     /* ---- collectives */
     {"RINGPOINT_COLL_TIMEOUT", RP_SK_DURATION, RP_SF_U64,

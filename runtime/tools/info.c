@@ -21,6 +21,7 @@
 
 #include "core/settings.h"
 #include "gpu/gpu.h"
+#include "transport/module.h"
 
 static void usage(FILE *out)
 {
@@ -83,15 +84,42 @@ static void print_gpus(void)
     }
 }
 
+#ifdef HAVE_UCX
+/* The transport module: where it is looked for, and whether it loads
+ * (which runs UCX's start-up, as a job's first transport would). */
+static void print_ucx(const rp_settings_t *cfg)
+{
+    rp__transport_settings_t set = {.ucx_module = cfg->ucx_module,
+                                    .ucx_config_cwd = cfg->ucx_config_cwd};
+    char path[4096], why[5120], line[8192];
+    const rp__transport_module_t *mod;
+
+    rp__transport_module_path(set.ucx_module, path, sizeof(path));
+    mod = rp__transport_module(&set, why, sizeof(why));
+    if (mod != NULL) {
+        snprintf(line, sizeof(line), "UCX %s transport (host-memory "
+                 "collectives; module %s)", mod->version, path);
+    } else {
+        snprintf(line, sizeof(line), "UCX " RP_UCX_VERSION " transport, "
+                 "not loadable: %s", why);
+    }
+    print_component("ucx", line);
+}
+#endif
+
 static int print_build(void)
 {
-    rp_settings_t *cfg = malloc(sizeof(*cfg));
+    rp_settings_t *cfg = calloc(1, sizeof(*cfg));
 
-    /* The module rp_init would open (RINGPOINT_GPU_MODULE). */
-    if (cfg != NULL && rp__settings_load(cfg) == RP_OK) {
-        rp__gpu_module_set_path(cfg->gpu_module);
+    if (cfg == NULL) {
+        fprintf(stderr, "ringpoint-info: out of memory\n");
+        return 1;
     }
-    free(cfg);
+    /* The modules rp_init would open (RINGPOINT_GPU_MODULE,
+     * RINGPOINT_UCX_MODULE). A malformed setting is reported by the load
+     * and left empty: the installed module is shown then. */
+    (void)rp__settings_load(cfg);
+    rp__gpu_module_set_path(cfg->gpu_module);
     printf("ringpoint %s (library %s)\n", PACKAGE_VERSION, rp_version());
 #ifdef RP_SLURM_VERSION
     print_component("slurm", "SPANK plugin built against Slurm " RP_SLURM_VERSION);
@@ -104,7 +132,7 @@ static int print_build(void)
     print_component("pmix", "no (single-process bootstrap only)");
 #endif
 #ifdef HAVE_UCX
-    print_component("ucx", "UCX " RP_UCX_VERSION " transport (host-memory collectives)");
+    print_ucx(cfg);
 #else
     print_component("ucx", "no");
 #endif
@@ -119,6 +147,7 @@ static int print_build(void)
     print_component("nccl", "no");
 #endif
     print_gpus();
+    free(cfg);
     return 0;
 }
 

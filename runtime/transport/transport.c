@@ -1,11 +1,15 @@
 /*
- * Picks a transport implementation by name.
+ * Picks a transport implementation by name. The one there is, "ucx",
+ * lives in a module opened on first use (loader.c), so that nothing of
+ * UCX runs in a process that never communicates.
  */
 #include "config.h"
 
+#include "transport/module.h"
 #include "transport/transport.h"
 #include "util/log.h"
 
+#include <limits.h>
 #include <string.h>
 
 rp_status_t rp__transport_create(const char *name, rp_bootstrap_t *bs,
@@ -14,7 +18,16 @@ rp_status_t rp__transport_create(const char *name, rp_bootstrap_t *bs,
 {
     if (strcmp(name, "ucx") == 0) {
 #ifdef HAVE_UCX
-        return rp__transport_ucx_create(bs, set, tp_p);
+        const rp__transport_module_t *mod;
+        char why[PATH_MAX + 1024];
+
+        mod = rp__transport_module(set, why, sizeof(why));
+        if (mod == NULL) {
+            rp_error("transport: %s; %d ranks cannot communicate", why,
+                     bs->size);
+            return RP_ERR_NOT_SUPPORTED;
+        }
+        return mod->create(bs, set, tp_p);
 #else
         rp_error("transport: this ringpoint was built without UCX; "
                  "%d ranks cannot communicate", bs->size);

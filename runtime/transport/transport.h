@@ -97,22 +97,21 @@ typedef struct rp__transport_settings {
     bool peer_errmode;       /* RINGPOINT_UCX_PEER_ERRMODE given */
     int oversubscribed;      /* RINGPOINT_COLL_OVERSUBSCRIBED: 1, 0;
                                 -1: more ranks on the node than CPUs */
+    const char *ucx_module;  /* RINGPOINT_UCX_MODULE; "": the installed one */
+    bool ucx_config_cwd;     /* RINGPOINT_UCX_CONFIG_CWD: UCX may read
+                                ./ucx.conf */
 } rp__transport_settings_t;
 
 /* Create the host-memory transport ("ucx") and publish its address through
  * @bs. Call before the bootstrap fence that makes puts visible; connecting
- * to a peer reads that peer's address afterwards. */
+ * to a peer reads that peer's address afterwards. The first call opens the
+ * UCX module (module.h); one that cannot be opened fails the call with
+ * RP_ERR_NOT_SUPPORTED, its path and reason logged. */
 rp_status_t rp__transport_create(const char *name, rp_bootstrap_t *bs,
                                  const rp__transport_settings_t *set,
                                  rp_transport_t **tp_p);
 
 /* Destroy; NULL is ignored. */
 void rp__transport_destroy(rp_transport_t *tp);
-
-#ifdef HAVE_UCX
-rp_status_t rp__transport_ucx_create(rp_bootstrap_t *bs,
-                                     const rp__transport_settings_t *set,
-                                     rp_transport_t **tp_p);
-#endif
 
 #endif /* RP_TRANSPORT_H */
