@@ -455,8 +455,13 @@ rp_status_t rp__settings_load(rp_settings_t *cfg)
         if (rp_set_parse(e, v, &n, err, sizeof(err)) != RP_OK) {
             /* Every malformed variable is named, not only the first, so
              * one run shows all of them. */
-            rp_error("%s='%.64s%s': %s (expected %s)", e->name, v,
-                     strlen(v) > 64 ? "..." : "", err, e->forms);
+            /* "NAME='value': expected FORMS", then what was wrong where
+             * the forms alone do not say it. */
+            rp_error("%s='%.64s%s': expected %s%s%s%s", e->name, v,
+                     strlen(v) > 64 ? "..." : "", e->forms,
+                     e->kind == RP_SK_WORD ? "" : " (",
+                     e->kind == RP_SK_WORD ? "" : err,
+                     e->kind == RP_SK_WORD ? "" : ")");
             status = RP_ERR_INVALID_ARG;
             continue;
         }

@@ -78,7 +78,7 @@ test_ckpt_parallel_snapshot_copy() {
     out=$(RINGPOINT_CKPT_COPY_THREADS=0 RINGPOINT_CKPT_DIR=$d RINGPOINT_CKPT_EVERY=10 \
         srun --mpi=pmix -N1 -n1 "$CHECK" train -n 5 2>&1) && fail "RINGPOINT_CKPT_COPY_THREADS=0 accepted"
     echo "$out"
-    assert_contains "$out" "RINGPOINT_CKPT_COPY_THREADS='0': expected a whole number from 1 to 64"
+    assert_contains "$out" "RINGPOINT_CKPT_COPY_THREADS='0': expected 1 to 64"
 }
 
 # A restarted job resumes from the checkpoint and goes on checkpointing.
