@@ -22,6 +22,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/core/settings_table.c runtime/core/settings.h \
 	runtime/init.c \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
+	runtime/bootstrap/host.c runtime/bootstrap/host.h \
 	runtime/bootstrap/single.c \
 	runtime/signal/signal.c runtime/signal/signal.h \
 	runtime/transport/transport.c runtime/transport/transport.h \

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "bootstrap/host.h"
 #include "bootstrap/pmix_int.h"
 #include "util/log.h"
 #include "util/parse.h"

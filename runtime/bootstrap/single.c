@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/host.h"
 #include "util/log.h"
 #include "util/str.h"
 
