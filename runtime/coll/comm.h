@@ -239,15 +239,4 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t bytes_per_rank);
 rp_status_t rp__comm_barrier(rp_comm_t *c);
 
-/* float16/bfloat16 travel and accumulate as float32 */
-static inline bool rp__dtype_is_half(rp_dtype_t dtype)
-{
-    return dtype == RP_DTYPE_FLOAT16 || dtype == RP_DTYPE_BFLOAT16;
-}
-
-/* float16/bfloat16 (@dtype) to float32 and back, for the algorithms that
- * carry them as float32. */
-void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n);
-void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n);
-
 #endif /* RP_COLL_COMM_H */
