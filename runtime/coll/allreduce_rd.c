@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/chunk.h"
 #include "coll/comm.h"
 #include "reduce/reduce.h"

@@ -21,6 +21,7 @@
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/comm.h"
 #include "coll/ring.h"
 #include "reduce/reduce.h"
