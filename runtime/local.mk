@@ -31,24 +31,29 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/backend.h runtime/coll/host.c \
 	runtime/coll/chunk.c runtime/coll/chunk.h \
 	runtime/coll/comm.c runtime/coll/comm.h \
-	runtime/coll/allreduce.c \
+	runtime/coll/comm_create.c runtime/coll/comm_create.h \
+	runtime/coll/algo.h \
 	runtime/coll/allreduce_ring.c \
 	runtime/coll/allreduce_rd.c \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
 	runtime/coll/ring.h \
 	runtime/coll/barrier.c \
-	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_coll.c \
+	runtime/coll/select.c runtime/coll/select.h \
+	runtime/coll/allreduce_group.c \
+	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_setup.c \
+	runtime/coll/shm_coll.c \
 	runtime/coll/shm_cma.c runtime/coll/shm_eval.h \
-	runtime/coll/hier.c runtime/coll/hier.h \
+	runtime/coll/hier.c runtime/coll/hier.h runtime/coll/hier_setup.c \
 	runtime/coll/tune.c runtime/coll/tune.h \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \
 	runtime/gpu/binding.c runtime/gpu/uid.c \
 	runtime/gpu/devbuf.c runtime/gpu/devbuf.h \
-	runtime/coll/progress.c \
+	runtime/coll/progress.c runtime/coll/progress.h \
 	runtime/coll/request.c runtime/coll/request.h \
+	runtime/coll/dispatch.c runtime/coll/dispatch.h \
 	runtime/reduce/dtype.c \
 	runtime/reduce/reduce.c runtime/reduce/reduce.h \
 	runtime/reduce/reduce_generic.c \
@@ -126,7 +131,8 @@ runtime_transport_ringpoint_ucx_la_SOURCES = \
 	runtime/transport/module.h runtime/transport/ucx_int.h \
 	runtime/transport/ucx_module.c runtime/transport/ucx_setup.c \
 	runtime/transport/ucx_tune.c runtime/transport/ucx_data.c \
-	runtime/transport/ucx_stall.c
+	runtime/transport/ucx_stall.c runtime/transport/ucx_host.c \
+	runtime/transport/ucx_host.h
 runtime_transport_ringpoint_ucx_la_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CPPFLAGS)
 runtime_transport_ringpoint_ucx_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # ucs_status_string() is libucs's; the check only finds libucp.

@@ -200,7 +200,7 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 	RP_LIBRINGPOINT=$(abs_top_builddir)/runtime/.libs/libringpoint.so; \
 	RP_PLUGIN=$(abs_top_builddir)/spank/.libs/ringpoint.so; \
 	export RP_LIBRINGPOINT RP_PLUGIN; \
-	RP_NO_PAIRS_DIRS="$(abs_top_builddir)/runtime/ckpt"; \
+	RP_NO_PAIRS_DIRS="$(abs_top_builddir)/runtime/ckpt $(abs_top_builddir)/runtime/coll $(abs_top_builddir)/runtime/bootstrap $(abs_top_builddir)/runtime/transport"; \
 	export RP_NO_PAIRS_DIRS;
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/config/tap-driver.sh
 

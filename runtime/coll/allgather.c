@@ -5,15 +5,16 @@
  *
  * Out of place, the own block is sent from the input, and copied into the
  * output while the waits for the peers' blocks find nothing to do, instead
- * of before the first send: 2 ranks over TCP, 1 MiB, 366-381 -> 330-354 us
- * (doc/benchmarks.md); on a real network, where the transfer does not
- * need this core, the copy hides entirely.
+ * of before the first send: the first message leaves sooner, and the copy
+ * fills time the transfer leaves this core idle (over TCP the copy still
+ * competes with the transport for the core; on a real network, where the
+ * transfer does not need this core, it hides entirely).
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/comm.h"
 #include "coll/ring.h"
-#include "coll/shm.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -82,7 +83,7 @@ static const rp__ring_ops_t rp_allgather_ops = {
     .step = rp_allgather_step,
 };
 
-rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
+rp_status_t rp__allgather_ring(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t bytes)
 {
     const int n = c->size, r = c->rank;
@@ -92,29 +93,6 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
                        .send_own = true};
     rp_status_t status;
 
-    status = rp__comm_begin(c, "allgather");
-    if (status != RP_OK || bytes == 0) {
-        return status;
-    }
-    if (c->shm != NULL && bytes * (size_t)n <= c->shm_ag_max) {
-        /* Straight from the input, which overlaps no other rank's block
-         * (rp_allgather refuses that). One that overlaps ours without
-         * being it moves into place first: the path may depend only on
-         * what every rank shares, the size. */
-        char *mine = g.out + (size_t)r * bytes;
-        const uintptr_t in = (uintptr_t)sendbuf, at = (uintptr_t)mine;
-
-        if (in != at && in < at + bytes && at < in + bytes) {
-            memmove(mine, sendbuf, bytes);
-            sendbuf = mine;
-        }
-        return rp__shm_allgather(c, sendbuf, recvbuf, bytes);
-    }
-    if (c->shm != NULL && c->shm->cma) {
-        /* Larger than the segment's path takes: each rank reads the
-         * others' inputs where they lie; one copy of each block. */
-        return rp__cma_allgather(c, sendbuf, recvbuf, bytes);
-    }
     g.mine = g.out + (size_t)r * bytes;
     g.bytes = bytes;
     if (sendbuf != g.mine) {

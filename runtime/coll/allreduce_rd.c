@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/chunk.h"
 #include "coll/comm.h"
 #include "reduce/reduce.h"
@@ -23,24 +24,6 @@
 /* Tag indices: 0 the extra ranks' data, 1 + k exchange k, 0xFFFF result. */
 #define RP_RD_PRE  0
 #define RP_RD_POST 0xFFFF
-
-void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n)
-{
-    if (dtype == RP_DTYPE_FLOAT16) {
-        rp__f16_to_f32(dst, src, n);
-    } else {
-        rp__bf16_to_f32(dst, src, n);
-    }
-}
-
-void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n)
-{
-    if (dtype == RP_DTYPE_FLOAT16) {
-        rp__f32_to_f16(dst, src, n);
-    } else {
-        rp__f32_to_bf16(dst, src, n);
-    }
-}
 
 /* Send @sbuf to @peer while receiving @rlen bytes from it into @rbuf. */
 static rp_status_t rp_exchange(rp_comm_t *c, rp_treq_t *reqs, int peer,

@@ -21,6 +21,7 @@
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/comm.h"
 #include "coll/ring.h"
 #include "reduce/reduce.h"
@@ -43,13 +44,8 @@ static const void *rp_ar_own(void *arg, const rp__ring_unit_t *u,
     const void *src = a->in + u->off * a->es;
 
     if (a->half) {
-        if (a->dtype == RP_DTYPE_FLOAT16) {
-            rp__f16_to_f32((float *)(a->work + u->off * a->wes),
-                           (const uint16_t *)src, u->len);
-        } else {
-            rp__bf16_to_f32((float *)(a->work + u->off * a->wes),
-                            (const uint16_t *)src, u->len);
-        }
+        rp__half_widen(a->dtype, (float *)(a->work + u->off * a->wes), src,
+                       u->len);
         src = a->work + u->off * a->wes;
     }
     *bytes_p = u->len * a->wes;
@@ -106,11 +102,8 @@ static const void *rp_ar_step(void *arg, const rp__ring_unit_t *u, void *buf,
     if (a->op == RP_OP_AVG) {
         rp__reduce_scale(a->wtype, acc, u->len, n);
     }
-    if (a->half && a->dtype == RP_DTYPE_FLOAT16) {
-        rp__f32_to_f16((uint16_t *)(a->out + u->off * a->es),
-                       (const float *)acc, u->len);
-    } else if (a->half) {
-        rp__f32_to_bf16((uint16_t *)(a->out + u->off * a->es),
+    if (a->half) {
+        rp__half_narrow(a->dtype, a->out + u->off * a->es,
                         (const float *)acc, u->len);
     }
     *bytes_p = u->len * a->es;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coll/dispatch.h"
 #include "coll/request.h"
 
 struct rp_context;

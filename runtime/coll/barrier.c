@@ -5,24 +5,17 @@
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/chunk.h"
 #include "coll/comm.h"
-#include "coll/shm.h"
 
-rp_status_t rp__comm_barrier(rp_comm_t *c)
+rp_status_t rp__barrier_dissem(rp_comm_t *c)
 {
     const int n = c->size, r = c->rank;
     rp_treq_t *reqs;
     rp_status_t status;
     size_t k = 0;
 
-    status = rp__comm_begin(c, "barrier");
-    if (status != RP_OK || n == 1) {
-        return status;
-    }
-    if (c->shm != NULL) {
-        return rp__shm_barrier(c);
-    }
     status = rp__comm_reqs(c, 2, &reqs);
     if (status != RP_OK) {
         return status;

@@ -6,11 +6,10 @@
  */
 #include "config.h"
 
+#include "coll/algo.h"
 #include "coll/chunk.h"
 #include "coll/comm.h"
-#include "coll/hier.h"
 #include "coll/ring.h"
-#include "coll/shm.h"
 
 typedef struct rp_bcast {
     char *data;
@@ -55,27 +54,14 @@ static const rp__ring_ops_t rp_bcast_ops = {
     .step = rp_bcast_step,
 };
 
-rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
+rp_status_t rp__broadcast_ring(rp_comm_t *c, void *buf, size_t bytes,
+                               int root)
 {
     const int n = c->size, v = rp__mod(c->rank - root, n);
     rp_bcast_t b = {.data = buf, .last = v == n - 1};
     rp__ring_t ring = {.r = 0, .nblocks = 1, .nsteps = v == 0 ? 0 : 1,
                        .count = bytes, .seg = c->seg_bytes,
                        .send_own = v == 0};
-    rp_status_t status;
 
-    status = rp__comm_begin(c, "broadcast");
-    if (status != RP_OK || n == 1 || bytes == 0) {
-        return status;
-    }
-    if (c->hier != NULL && c->hier->forced) {
-        return rp__hier_broadcast(c, buf, bytes, root);
-    }
-    if (c->shm != NULL && bytes <= c->shm_max) {
-        return rp__shm_broadcast(c, buf, bytes, root);
-    }
-    if (c->shm != NULL && c->shm->cma) {
-        return rp__cma_broadcast(c, buf, bytes, root);
-    }
     return rp__ring_run(c, &ring, &rp_bcast_ops, &b);
 }

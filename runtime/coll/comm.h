@@ -3,6 +3,13 @@
  * between calls (a sequence number for tags, persistent scratch buffers,
  * a request pool, the failure notice). One per context.
  *
+ * This header is the collectives' ground: the type and the point-to-point
+ * calls (comm.c) that every algorithm, the selector and the set-ups use.
+ * Above it: the algorithms over the transport (algo.h), the node's segment
+ * (shm.h), the path selector (select.h), the hierarchy (hier.h), the
+ * non-blocking queue (progress.h), the dispatcher (dispatch.h) and, on
+ * top, the communicator's assembly (comm_create.h).
+ *
  * Failures: a wait that sees a failed peer, a peer silent for longer than
  * the timeout, or a failure notice from another rank breaks the
  * communicator. It then tells the peers it talked to (so ranks further
@@ -94,7 +101,7 @@ typedef struct rp_comm {
      * NULL; collectives of at most shm_max bytes go through it. */
     struct rp__shm *shm;
     size_t shm_max;
-    size_t shm_ar_max, shm_ag_max; /* allreduce's, allgather's (comm.c) */
+    size_t shm_ar_max, shm_ag_max; /* allreduce's, allgather's (comm_create.c) */
     bool shm_on; /* RINGPOINT_COLL_SHM */
     bool cma_on; /* RINGPOINT_COLL_CMA */
     bool shm_max_set; /* RINGPOINT_COLL_SHM_MAX given */
@@ -107,17 +114,10 @@ typedef struct rp_comm {
     struct rp_comm *parent;
     uint32_t seq_base;
     /* The job's hierarchy when its ranks span nodes (hier.h), else NULL;
-     * auto takes it for allreduces up to hier_max (tune.h). */
+     * auto takes it for allreduces up to hier_max (tune.h, select.c). */
     struct rp__hier *hier;
     size_t hier_max;
 } rp_comm_t;
-
-/* shm_max unless RINGPOINT_COLL_SHM_MAX says otherwise. Above it reading
- * the peer's buffer with one copy (single-copy reads, or the ring over
- * UCX, which does the same) beats the segment's copy in and out: at 2
- * ranks the segment took 15-16 us at 128 KiB against 19-23 for the ring,
- * 30 against 26-27 at 256 KiB. */
-#define RP_SHM_MAX_DEFAULT (128u * 1024)
 
 /* Tags: 28 bits of sequence number, 16 bits of message index. The last
  * sequence value is reserved for failure notices. A communicator counts
@@ -128,34 +128,8 @@ typedef struct rp_comm {
 #define RP_COMM_SEQ_WRAP    0x07FFFFFFu
 #define RP_COMM_SEQ_SUB     0x08000000u
 
-rp_status_t rp__comm_create(rp_transport_t *tp, int rank, int size,
-                            const rp_settings_t *settings, rp_comm_t **comm_p);
-/* Teardown is in two steps because requests abandoned after an error point
- * into the communicator's memory: quiesce (cancel what is posted), destroy
- * the transport, then destroy the communicator. NULL is ignored. */
-void rp__comm_quiesce(rp_comm_t *comm);
-void rp__comm_destroy(rp_comm_t *comm);
-
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t rp__comm_now_ns(void);
-
-/* The progress thread: init at create, stop (after it ran what is queued)
- * at quiesce, fini at destroy. */
-void rp__progress_init(rp_comm_t *c);
-void rp__progress_stop(rp_comm_t *c);
-void rp__progress_fini(rp_comm_t *c);
-/* Wait until no non-blocking collective is queued or running. */
-void rp__comm_drain(rp_comm_t *c);
-
-/* Before a blocking collective: order it after the non-blocking ones, and
- * take the communicator back from the progress thread. One atomic load
- * when nothing is queued. */
-static inline void rp__comm_sync(rp_comm_t *c)
-{
-    if (atomic_load_explicit(&c->prog.pending, memory_order_acquire) != 0) {
-        rp__comm_drain(c);
-    }
-}
 
 /* Start a collective: check that the communicator is healthy, bump the
  * sequence number, name the operation for messages. */
@@ -212,44 +186,5 @@ rp_status_t rp__comm_wait_all(rp_comm_t *c, rp_treq_t *reqs, size_t n);
 /* After an error inside a collective: cancel the pool's requests still in
  * flight. The communicator is already broken. */
 void rp__comm_abandon(rp_comm_t *c);
-
-/* The algorithms. Arguments are checked by the caller; count > 0.
- * @half_wire: float16/bfloat16 partial results travel in their own
- * format, rounded at every hop (wire compression), instead of as float32
- * rounded once. */
-rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
-                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op, bool half_wire);
-rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
-                             size_t count, rp_dtype_t dtype, rp_op_t op,
-                             bool half_wire);
-rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
-                                    void *recvbuf, size_t count,
-                                    rp_dtype_t dtype, rp_op_t op,
-                                    bool half_wire);
-rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
-                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op);
-/* @compression: NONE, FP16 or BF16 (resolved, float32 only). */
-rp_status_t rp__comm_allreduce_group(rp_comm_t *c, const void *const *sendbufs,
-                                     void *const *recvbufs,
-                                     const size_t *counts, size_t nbufs,
-                                     rp_dtype_t dtype, rp_op_t op,
-                                     rp_compression_t compression);
-rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root);
-rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
-                               void *recvbuf, size_t bytes_per_rank);
-rp_status_t rp__comm_barrier(rp_comm_t *c);
-
-/* float16/bfloat16 travel and accumulate as float32 */
-static inline bool rp__dtype_is_half(rp_dtype_t dtype)
-{
-    return dtype == RP_DTYPE_FLOAT16 || dtype == RP_DTYPE_BFLOAT16;
-}
-
-/* float16/bfloat16 (@dtype) to float32 and back, for the algorithms that
- * carry them as float32. */
-void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n);
-void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n);
 
 #endif /* RP_COLL_COMM_H */

@@ -60,7 +60,25 @@
 
 struct rp_comm;
 
+/* The hierarchy's collectives (hier.c), rp__comm_begin already called,
+ * arguments checked, count/bytes > 0. @algo: the flat algorithm's choice
+ * (RD or RING). The path selector (select.c) calls them through the
+ * hierarchy's table: their legs are the selector's own collectives on the
+ * sub-communicators, so calling them by name would make select.c and
+ * hier.c call each other. */
+typedef struct rp__hier_ops {
+    rp_status_t (*allreduce)(struct rp_comm *c, const void *sendbuf,
+                             void *recvbuf, size_t count, rp_dtype_t dtype,
+                             rp_op_t op, bool half_wire, int algo);
+    rp_status_t (*broadcast)(struct rp_comm *c, void *buf, size_t bytes,
+                             int root);
+} rp__hier_ops_t;
+
+/* The table rp__hier_setup installs (hier.c). */
+extern const rp__hier_ops_t rp__hier_ops;
+
 typedef struct rp__hier {
+    const rp__hier_ops_t *ops; /* &rp__hier_ops */
     int nnodes;
     int node;          /* this rank's node */
     int *node_of;      /* [job size] each rank's node */
@@ -82,26 +100,13 @@ typedef struct rp__hier {
 /* Set up c->hier if the layout and @mode (RINGPOINT_COLL_HIER: -1 auto,
  * 0 never, 1 always) call for it: a collective over the transport at
  * rp__comm_create (after the shared segment's setup, which leaves c->shm
- * NULL across nodes). Only a failing transport fails it. */
+ * NULL across nodes). Only a failing transport fails it (hier_setup.c). */
 rp_status_t rp__hier_setup(struct rp_comm *c, int mode);
+/* After the transport is gone (as rp__comm_destroy). NULL is ignored. */
+void rp__hier_destroy(rp__hier_t *h);
 
 /* The smallest allreduce that goes in lanes: below it the lanes' extra
  * local allgather costs more than the bytes they save. */
 #define RP_HIER_LANES_MIN (256u * 1024)
-/* After the transport is gone (as rp__comm_destroy). NULL is ignored. */
-void rp__hier_destroy(rp__hier_t *h);
-
-/* Does this allreduce take the hierarchy? @algo: the flat algorithm's
- * choice (RD or RING). The same answer on every rank. */
-bool rp__hier_wants(const struct rp_comm *c, size_t bytes, rp_dtype_t dtype,
-                    int algo);
-
-/* The collectives through the hierarchy; rp__comm_begin already called,
- * arguments checked, count/bytes > 0. */
-rp_status_t rp__hier_allreduce(struct rp_comm *c, const void *sendbuf,
-                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op, bool half_wire, int algo);
-rp_status_t rp__hier_broadcast(struct rp_comm *c, void *buf, size_t bytes,
-                               int root);
 
 #endif /* RP_COLL_HIER_H */

@@ -1,12 +1,14 @@
 /*
- * The host backend: the rings over the transport (comm.c and the
- * algorithms), run on the caller's thread or queued on the progress
- * thread (progress.c).
+ * The host backend: the host collectives, run through the dispatcher
+ * (dispatch.h) on the caller's thread or queued on the progress thread
+ * (progress.c).
  */
 #include "config.h"
 
 #include "coll/backend.h"
 #include "coll/comm.h"
+#include "coll/dispatch.h"
+#include "coll/progress.h"
 #include "coll/shm.h"
 #include "core/context.h"
 

@@ -67,9 +67,12 @@ typedef struct rp__ring_ops {
  *
  * Inline, and always: each collective passes a constant ops table, so the
  * compiler turns the per-step operations into direct calls and inlines
- * them, and a chain's one block folds away. Through function pointers a
- * 4-byte broadcast took 0.13 us instead of 0.11 (doc/benchmarks.md, issue
- * 14). */
+ * them, and a chain's one block folds away. Through function pointers
+ * (the loop in a .c file of its own) every step of a small broadcast or
+ * allgather would pay indirect calls that its transfer does not hide
+ * (doc/benchmarks.md). Inline, it also adds no object to the link graph:
+ * each algorithm's object holds its own copy of the loop and calls only
+ * the ground (comm.c). */
 
 /* The block arithmetic of rp__chunk_count/offset and rp__seg_count,
  * divided out once per collective: the cursor then moves with additions

@@ -98,7 +98,8 @@ typedef struct rp__shm {
  * c->shm NULL otherwise. Collective over the transport: every rank calls
  * it at the same point of rp__comm_create. Only a bad setting or an error
  * of the transport fails it; a segment that cannot be made or mapped is
- * logged and left out, by every rank alike. */
+ * logged and left out, by every rank alike. The set-up and the teardown
+ * are shm_setup.c's; the steps below are shm.c's. */
 rp_status_t rp__shm_setup(struct rp_comm *c);
 void rp__shm_destroy(rp__shm_t *sh);
 

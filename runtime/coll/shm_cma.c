@@ -153,8 +153,8 @@ static rp_status_t rp_sync(rp_comm_t *c, bool wait)
 /* The broadcast's root would sit idle while its readers copy: with a
  * core of its own it writes the last 1/n of the buffer into every reader's
  * (process_vm_writev) while each reads the rest. One reader and the root
- * then move half each, in parallel: 2 ranks, 256 KiB 45 -> 28 us, 4 MiB
- * 1054 -> 719, 16 MiB 5253 -> 2997 (doc/benchmarks.md). Oversubscribed,
+ * then move half each, in parallel, which nearly halves a 2-rank
+ * broadcast from a few hundred KiB up (doc/benchmarks.md). Oversubscribed,
  * the root's share would wait for a core the readers need, and every
  * reader would wait for it. */
 static size_t rp_bcast_root_share(const rp_comm_t *c, size_t bytes)
@@ -210,8 +210,10 @@ rp_status_t rp__cma_broadcast(rp_comm_t *c, void *buf, size_t bytes,
 }
 
 /* Bytes of its input an allgather's rank hands out per pass: copied into
- * its own block, then written into every peer's from the cache (256 KiB
- * measured best of 64 KiB-1 MiB, 2 ranks). */
+ * its own block, then written into every peer's from the cache. Small
+ * enough to stay in L2 while every peer's copy is written, large enough
+ * that the system calls per pass do not count (the sizes tried:
+ * doc/benchmarks.md). */
 #define RP_CMA_AG_CHUNK (256u * 1024)
 
 rp_status_t rp__cma_allgather(rp_comm_t *c, const void *sendbuf,
@@ -226,8 +228,8 @@ rp_status_t rp__cma_allgather(rp_comm_t *c, const void *sendbuf,
 
     /* Each rank writes its input into every output, a chunk at a time:
      * the chunk is read from memory once and then from the cache, where
-     * reading the peers' inputs read every block from memory (2 ranks,
-     * 512 KiB-8 MiB a rank: 11-18 % less time, doc/benchmarks.md). An
+     * reading the peers' inputs read every block from memory once per
+     * reader (doc/benchmarks.md). An
      * input that overlaps our block without being it moves there first. */
     if (src != mine && (uintptr_t)src < (uintptr_t)mine + bytes &&
         (uintptr_t)mine < (uintptr_t)src + bytes) {

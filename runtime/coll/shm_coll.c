@@ -10,7 +10,7 @@
  *
  * The bits are the transport's: the per-element expression is the one
  * recursive doubling or the ring would have evaluated for this world size
- * and count (allreduce.c picks it the same way for both paths), and the
+ * and count (select.c picks it the same way for every path), and the
  * reduction kernels are element-wise and commutative bit for bit, so how
  * the elements are shared out never shows. Recursive doubling: ranks past
  * the largest power of two p2 folded into rank - p2 first, then pairs,

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "coll/comm.h"
+#include "coll/select.h"
 #include "coll/tune.h"
 #include "util/log.h"
 #include "util/parse.h"

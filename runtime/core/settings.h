@@ -28,7 +28,7 @@
 /* Defaults of the collectives' settings (RINGPOINT_COLL_*, _ALLREDUCE_*). */
 #define RP_DEFAULT_COLL_TIMEOUT_S   300
 /* rd_max_bytes when RINGPOINT_ALLREDUCE_RD_MAX is unset: the communicator
- * picks from measurements (coll/comm.c). */
+ * picks from measurements (coll/comm_create.c). */
 #define RP_RD_MAX_AUTO              UINT64_MAX
 #define RP_DEFAULT_SEGMENT_BYTES    (128u * 1024)
 #define RP_DEFAULT_WINDOW           4

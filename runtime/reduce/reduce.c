@@ -182,3 +182,21 @@ void rp__bf16_to_f32(float *dst, const uint16_t *src, size_t count)
     if (count != 0)
         rp_kernels()->bf16_to_f32(dst, src, count);
 }
+
+void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n)
+{
+    if (dtype == RP_DTYPE_FLOAT16) {
+        rp__f16_to_f32(dst, src, n);
+    } else {
+        rp__bf16_to_f32(dst, src, n);
+    }
+}
+
+void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n)
+{
+    if (dtype == RP_DTYPE_FLOAT16) {
+        rp__f32_to_f16(dst, src, n);
+    } else {
+        rp__f32_to_bf16(dst, src, n);
+    }
+}

@@ -69,6 +69,19 @@ void rp__f16_to_f32(float *dst, const uint16_t *src, size_t count);
 void rp__f32_to_bf16(uint16_t *dst, const float *src, size_t count);
 void rp__bf16_to_f32(float *dst, const uint16_t *src, size_t count);
 
+/* float16 and bfloat16: the types the collectives carry and accumulate
+ * as float32 unless the wire is compressed. */
+static inline bool rp__dtype_is_half(rp_dtype_t dtype)
+{
+    return dtype == RP_DTYPE_FLOAT16 || dtype == RP_DTYPE_BFLOAT16;
+}
+
+/* The conversions above chosen by @dtype (FLOAT16, else BFLOAT16), for
+ * code that holds a half type's elements as float32: widen @n elements of
+ * @src to float32, or narrow them back. */
+void rp__half_widen(rp_dtype_t dtype, float *dst, const void *src, size_t n);
+void rp__half_narrow(rp_dtype_t dtype, void *dst, const float *src, size_t n);
+
 /* True if (dtype, op) is a valid pair; every op works with every type, so
  * this only rejects out-of-range enum values. */
 bool rp__reduce_supported(rp_dtype_t dtype, rp_op_t op);

@@ -7,43 +7,11 @@
 
 #include "bench.h"
 #include "benchtable.h"
+#include "reduce/half.h"
 
 #include <string.h>
 
 /* ---- exact inputs and expected values -------------------------------- */
-
-/* float32 -> float16, round to nearest even (normal range, zero, inf). */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t u, sign, mant, half, rest;
-    int exp;
-
-    memcpy(&u, &f, 4);
-    sign = (u >> 16) & 0x8000u;
-    exp = (int)((u >> 23) & 0xff) - 127 + 15;
-    mant = u & 0x7fffffu;
-    if ((u & 0x7fffffffu) == 0 || exp <= 0) {
-        return (uint16_t)sign; /* no subnormals among the values used */
-    }
-    if (exp >= 31) {
-        return (uint16_t)(sign | 0x7c00u);
-    }
-    half = (uint32_t)exp << 10 | (mant >> 13);
-    rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) {
-        half++; /* may carry into the exponent: still correct */
-    }
-    return (uint16_t)(sign | half);
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 /* Write value @v (an exact small integer for float types; any, wrapping,
  * for integers) as element @i of @buf. */
@@ -59,8 +27,8 @@ static void store(rp_dtype_t t, void *buf, size_t i, int64_t iv, double fv)
     case RP_DTYPE_UINT8: u8 = (uint8_t)(uint64_t)iv; memcpy(p, &u8, 1); break;
     case RP_DTYPE_INT32: i32 = (int32_t)(uint32_t)(uint64_t)iv; memcpy(p, &i32, 4); break;
     case RP_DTYPE_INT64: memcpy(p, &iv, 8); break;
-    case RP_DTYPE_FLOAT16: h = f32_to_f16((float)fv); memcpy(p, &h, 2); break;
-    case RP_DTYPE_BFLOAT16: h = f32_to_bf16((float)fv); memcpy(p, &h, 2); break;
+    case RP_DTYPE_FLOAT16: h = rp__f32_to_f16_1((float)fv); memcpy(p, &h, 2); break;
+    case RP_DTYPE_BFLOAT16: h = rp__f32_to_bf16_1((float)fv); memcpy(p, &h, 2); break;
     case RP_DTYPE_FLOAT32: f = (float)fv; memcpy(p, &f, 4); break;
     default: memcpy(p, &fv, 8); break;
     }

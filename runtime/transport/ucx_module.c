@@ -1,69 +1,13 @@
 /*
- * The UCX module's entry point: the ops table it hands libringpoint, and
- * the few internals of libringpoint its files call (the logger, the
- * status strings, the liveness prober), defined here as calls through the
- * host table, since the module cannot reach the library's hidden symbols.
- * Only the entry point is exported (see runtime/local.mk).
+ * The UCX module's entry point: the ops table it hands libringpoint. Only
+ * the entry point is exported (see runtime/local.mk); what the module
+ * borrows from the library is in ucx_host.c.
  */
 #include "config.h"
 
 #include "transport/module.h"
+#include "transport/ucx_host.h"
 #include "transport/ucx_int.h"
-#include "util/log.h"
-
-#include <stdarg.h>
-
-static const rp__transport_host_t *rp_ucx_host;
-
-void rp__vlog(rp_log_level_t level, const char *fmt, va_list ap)
-{
-    rp_ucx_host->vlog((int)level, fmt, ap);
-}
-
-void rp__log(rp_log_level_t level, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    rp_ucx_host->vlog((int)level, fmt, ap);
-    va_end(ap);
-}
-
-rp_log_level_t rp__log_level(void)
-{
-    return (rp_log_level_t)rp_ucx_host->log_level();
-}
-
-const char *rp_status_string(rp_status_t status)
-{
-    return rp_ucx_host->status_string(status);
-}
-
-rp_status_t rp__live_create(int rank, int size, uint64_t timeout_s,
-                            rp_live_card_t *card, rp_live_t **live_p)
-{
-    return rp_ucx_host->live_create(rank, size, timeout_s, card, live_p);
-}
-
-void rp__live_watch(rp_live_t *live, int peer, const rp_live_card_t *card)
-{
-    rp_ucx_host->live_watch(live, peer, card);
-}
-
-bool rp__live_lost(rp_live_t *live, int peer, uint64_t *silent_ms)
-{
-    return rp_ucx_host->live_lost(live, peer, silent_ms);
-}
-
-void rp__live_addr_str(const rp_live_card_t *card, char *buf, size_t len)
-{
-    rp_ucx_host->live_addr_str(card, buf, len);
-}
-
-void rp__live_destroy(rp_live_t *live)
-{
-    rp_ucx_host->live_destroy(live);
-}
 
 static const rp_transport_ops_t rp_ucx_ops = {
     .name = "ucx",
@@ -109,6 +53,6 @@ rp_transport_module_v1(const rp__transport_host_t *host)
         host->bootstrap_size != sizeof(rp_bootstrap_t)) {
         return NULL;
     }
-    rp_ucx_host = host;
+    rp__ucx_host_set(host);
     return &rp_ucx_module;
 }

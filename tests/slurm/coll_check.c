@@ -18,6 +18,7 @@
  * well; on a failure prints what differed and exits 1 (2 for a failing call).
  */
 #include "coll_check.h"
+#include "reduce/half.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -51,67 +52,24 @@ double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Exact encodings of small integers (and any value they represent). */
+/* The inputs' encodings. The random check's inputs (check_random) are
+ * defined with bfloat16 truncated and float16 flushed to zero below its
+ * normal range, not rounded: the hashes of earlier runs and of other
+ * builds are computed from exactly these bits, so they stay. The exact
+ * inputs (small integers) encode alike either way. */
 static uint16_t to_bf16(float f)
 {
-    uint32_t u;
-
-    memcpy(&u, &f, 4);
-    return (uint16_t)(u >> 16); /* exact for the values used here */
-}
-
-static float from_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-
-    memcpy(&f, &u, 4);
-    return f;
+    return (uint16_t)(rp__f32_bits(f) >> 16);
 }
 
 static uint16_t to_f16(float f)
 {
-    /* Round to nearest even, normal range and zero only: inputs here are
-     * small integers or values in [-1, 1] away from the subnormals. */
-    uint32_t u, sign, mant;
-    int exp;
+    const uint32_t u = rp__f32_bits(f);
 
-    memcpy(&u, &f, 4);
-    sign = (u >> 16) & 0x8000u;
-    exp = (int)((u >> 23) & 0xff) - 127 + 15;
-    mant = u & 0x7fffffu;
-    if ((u & 0x7fffffffu) == 0 || exp <= 0) {
-        return (uint16_t)sign;
+    if ((u & 0x7FFFFFFFu) < (113u << 23)) { /* below 2^-14: signed zero */
+        return (uint16_t)((u >> 16) & 0x8000u);
     }
-    {
-        uint32_t half = (uint32_t)exp << 10 | (mant >> 13);
-        uint32_t rest = mant & 0x1fffu;
-
-        if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) {
-            half++;
-        }
-        return (uint16_t)(sign | half);
-    }
-}
-
-static float from_f16(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f;
-    uint32_t mant = h & 0x3ffu, u;
-    float f;
-
-    if (exp == 0 && mant == 0) {
-        u = sign;
-    } else if (exp == 0) {
-        f = ldexpf((float)mant, -24);
-        return sign ? -f : f;
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | (mant << 13);
-    } else {
-        u = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    memcpy(&f, &u, 4);
-    return f;
+    return rp__f32_to_f16_1(f);
 }
 
 static void store(rp_dtype_t t, void *buf, size_t i, double v)
@@ -148,8 +106,8 @@ static double load(rp_dtype_t t, const void *buf, size_t i)
     case RP_DTYPE_UINT8: memcpy(&u8, p, 1); return u8;
     case RP_DTYPE_INT32: memcpy(&i32, p, 4); return i32;
     case RP_DTYPE_INT64: memcpy(&i64, p, 8); return (double)i64;
-    case RP_DTYPE_FLOAT16: memcpy(&h, p, 2); return from_f16(h);
-    case RP_DTYPE_BFLOAT16: memcpy(&h, p, 2); return from_bf16(h);
+    case RP_DTYPE_FLOAT16: memcpy(&h, p, 2); return rp__f16_to_f32_1(h);
+    case RP_DTYPE_BFLOAT16: memcpy(&h, p, 2); return rp__bf16_to_f32_1(h);
     case RP_DTYPE_FLOAT32: memcpy(&f, p, 4); return f;
     default: memcpy(&d, p, 8); return d;
     }

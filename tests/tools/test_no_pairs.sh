@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No two files call each other: for every pair of objects under the given
+# No two files call each other, and no ring of them does: for every pair of objects under the given
 # build folders, one may call the other, never both ways (a pair that does
 # is one job in two files, or two jobs tangled: either way a change to one
 # needs the other). Checked on what the objects define and leave
@@ -57,6 +57,21 @@ pairs() {
         }' | sed -E 's#[^ ]*/([a-z_]+_la-)?##g; s#([a-z0-9_]+)\.o#\1#g' | sort
 }
 
+# loops OBJ...: the objects of one ring of calls (A calls B ... calls A),
+# as tsort reports the first it finds; nothing when the calls sort.
+loops() {
+    symbols "$@" | awk '
+        $2 == "D" { def[$3] = $1; next }
+        { use[NR] = $1; sym[NR] = $3 }
+        END {
+            for (i in use) {
+                d = def[sym[i]]
+                if (d != "" && d != use[i]) print use[i], d
+            }
+        }' | sort -u | tsort 2>&1 >/dev/null | grep -v 'input contains a loop' |
+        sed -E 's#^tsort: ##; s#[^ ]*/([a-z_]+_la-)?##g; s#([a-z0-9_]+)\.o#\1#g'
+}
+
 for dir in "$@"; do
     n=$((n + 1))
     if ! command -v nm >/dev/null; then
@@ -75,6 +90,17 @@ for dir in "$@"; do
     else
         echo "not ok $n - objects under $dir that call each other"
         echo "$bad" | sed 's/^/# /'
+        failed=1
+    fi
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    bad=$(loops $objs)
+    if [ -z "$bad" ]; then
+        echo "ok $n - no ring of calls among the objects under $dir"
+    else
+        echo "not ok $n - a ring of calls among the objects under $dir"
+        echo "$bad" | tr '\n' ' ' | sed 's/^/# /'
+        echo
         failed=1
     fi
 done

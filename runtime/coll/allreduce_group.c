@@ -1,77 +1,16 @@
 /*
- * Allreduce: the single-rank case, the choice of algorithm, and grouped
- * allreduce (tensor fusion).
+ * Grouped allreduce (tensor fusion): many buffers packed into few
+ * allreduces of the path selector, optionally compressed to a half type
+ * on the wire.
  */
 #include "config.h"
 
 #include "coll/comm.h"
-#include "coll/hier.h"
-#include "coll/shm.h"
+#include "coll/dispatch.h"
+#include "coll/select.h"
 #include "reduce/reduce.h"
-#include "util/log.h"
 
 #include <string.h>
-
-rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
-                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op)
-{
-    return rp__comm_allreduce_wire(c, sendbuf, recvbuf, count, dtype, op,
-                                   false);
-}
-
-rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
-                                    void *recvbuf, size_t count,
-                                    rp_dtype_t dtype, rp_op_t op,
-                                    bool half_wire)
-{
-    size_t bytes = count * rp_dtype_size(dtype);
-    rp_coll_algo_t algo = c->algo;
-    rp_status_t status;
-
-    status = rp__comm_begin(c, "allreduce");
-    if (status != RP_OK || count == 0) {
-        return status;
-    }
-    if (c->size == 1) {
-        /* The average of one value is the value: nothing to scale. */
-        if (sendbuf != recvbuf) {
-            memcpy(recvbuf, sendbuf, bytes);
-        }
-        return RP_OK;
-    }
-    if (algo == RP_COLL_ALGO_AUTO) {
-        /* Below the threshold (set in rp__comm_create from measurements)
-         * the ring's 2(n-1) latency-bound steps cost more than recursive
-         * doubling's extra bytes; so does a buffer too small to give every
-         * rank a block. */
-        algo = bytes <= c->rd_max_bytes || count < (size_t)c->size
-                   ? RP_COLL_ALGO_RD
-                   : RP_COLL_ALGO_RING;
-    }
-    if (c->hier != NULL && rp__hier_wants(c, bytes, dtype, algo)) {
-        /* Across nodes: within each, among one rank a node, back. */
-        return rp__hier_allreduce(c, sendbuf, recvbuf, count, dtype, op,
-                                  half_wire, algo);
-    }
-    if (c->shm != NULL && bytes <= c->shm_ar_max) {
-        /* The same expression, evaluated through the node's memory. */
-        return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
-                                 half_wire, algo == RP_COLL_ALGO_RD);
-    }
-    if (c->shm != NULL && c->shm->cma) {
-        /* Larger: read the peers' data where it lies and write each
-         * finished block into theirs, the same expression again. */
-        return rp__cma_allreduce(c, sendbuf, recvbuf, count, dtype, op,
-                                 half_wire, algo == RP_COLL_ALGO_RD);
-    }
-    if (algo == RP_COLL_ALGO_RD) {
-        return rp__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op,
-                                half_wire);
-    }
-    return rp__allreduce_ring(c, sendbuf, recvbuf, count, dtype, op,
-                              half_wire);
-}
 
 /* Largest packed buffer of a grouped allreduce: big enough that the
  * latency of one collective is lost in its transfer time (the ring runs at

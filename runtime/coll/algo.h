@@ -1,0 +1,36 @@
+/*
+ * The collectives' algorithms over the transport, one file each: they use
+ * the point-to-point ground (comm.h) and nothing else of coll/. The path
+ * selector (select.c) decides which of them, or of the node segment's
+ * paths (shm.h), runs a call. Arguments are checked by the caller,
+ * rp__comm_begin called, count/bytes > 0.
+ */
+#ifndef RP_COLL_ALGO_H
+#define RP_COLL_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "coll/comm.h"
+
+/* Allreduce. @half_wire: float16/bfloat16 partial results travel in their
+ * own format, rounded at every hop (wire compression), instead of as
+ * float32 rounded once. */
+/* The pipelined ring, reduce-scatter then allgather (allreduce_ring.c). */
+rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype,
+                               rp_op_t op, bool half_wire);
+/* Recursive doubling (allreduce_rd.c). */
+rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
+                             size_t count, rp_dtype_t dtype, rp_op_t op,
+                             bool half_wire);
+/* A pipelined chain from @root round the ring (broadcast.c). */
+rp_status_t rp__broadcast_ring(rp_comm_t *c, void *buf, size_t bytes,
+                               int root);
+/* The ring (allgather.c); @bytes per rank. Also the single-rank copy. */
+rp_status_t rp__allgather_ring(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t bytes);
+/* Dissemination (barrier.c); more than one rank. */
+rp_status_t rp__barrier_dissem(rp_comm_t *c);
+
+#endif /* RP_COLL_ALGO_H */

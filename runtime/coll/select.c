@@ -1,0 +1,168 @@
+/*
+ * The path selector (select.h): every collective picks its path here, in
+ * one order: the hierarchy across nodes, the node's shared segment,
+ * single-copy reads of the peers (CMA), then the algorithms over the
+ * transport. Each path evaluates the expression the transport's algorithm
+ * would (the hierarchy: see hier.h), so the choice changes the time a
+ * call takes, not its bits, except where hier.h says.
+ *
+ * The choices may depend only on what every rank agrees on (the sizes,
+ * the settings, the job's layout and the set-ups' joint decisions), never
+ * on addresses or timing: ranks that disagree would run different
+ * collectives into each other.
+ */
+#include "config.h"
+
+#include "coll/algo.h"
+#include "coll/comm.h"
+#include "coll/hier.h"
+#include "coll/select.h"
+#include "coll/shm.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Does this allreduce take the hierarchy? @algo: the flat algorithm's
+ * choice (RD or RING). Auto takes it only where its bits are the flat
+ * algorithm's (hier.h): integer types, and recursive doubling on an
+ * aligned layout. */
+static bool rp_hier_wants(const rp_comm_t *c, size_t bytes, rp_dtype_t dtype,
+                          int algo)
+{
+    const rp__hier_t *h = c->hier;
+    const bool exact = dtype == RP_DTYPE_UINT8 || dtype == RP_DTYPE_INT32 ||
+                       dtype == RP_DTYPE_INT64;
+
+    if (h->forced) {
+        return true;
+    }
+    return bytes <= h->max_bytes &&
+           (exact || (algo == RP_COLL_ALGO_RD && h->rd_aligned));
+}
+
+rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype,
+                               rp_op_t op)
+{
+    return rp__comm_allreduce_wire(c, sendbuf, recvbuf, count, dtype, op,
+                                   false);
+}
+
+rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    rp_dtype_t dtype, rp_op_t op,
+                                    bool half_wire)
+{
+    size_t bytes = count * rp_dtype_size(dtype);
+    rp_coll_algo_t algo = c->algo;
+    rp_status_t status;
+
+    status = rp__comm_begin(c, "allreduce");
+    if (status != RP_OK || count == 0) {
+        return status;
+    }
+    if (c->size == 1) {
+        /* The average of one value is the value: nothing to scale. */
+        if (sendbuf != recvbuf) {
+            memcpy(recvbuf, sendbuf, bytes);
+        }
+        return RP_OK;
+    }
+    if (algo == RP_COLL_ALGO_AUTO) {
+        /* Below the threshold (rp__comm_create's, or the tuning table's)
+         * the ring's 2(n-1) latency-bound steps cost more than recursive
+         * doubling's extra bytes; so does a buffer too small to give every
+         * rank a block. */
+        algo = bytes <= c->rd_max_bytes || count < (size_t)c->size
+                   ? RP_COLL_ALGO_RD
+                   : RP_COLL_ALGO_RING;
+    }
+    if (c->hier != NULL && rp_hier_wants(c, bytes, dtype, algo)) {
+        /* Across nodes: within each, among one rank a node, back. */
+        return c->hier->ops->allreduce(c, sendbuf, recvbuf, count, dtype, op,
+                                       half_wire, algo);
+    }
+    if (c->shm != NULL && bytes <= c->shm_ar_max) {
+        /* The same expression, evaluated through the node's memory. */
+        return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
+                                 half_wire, algo == RP_COLL_ALGO_RD);
+    }
+    if (c->shm != NULL && c->shm->cma) {
+        /* Larger: read the peers' data where it lies and write each
+         * finished block into theirs, the same expression again. */
+        return rp__cma_allreduce(c, sendbuf, recvbuf, count, dtype, op,
+                                 half_wire, algo == RP_COLL_ALGO_RD);
+    }
+    if (algo == RP_COLL_ALGO_RD) {
+        return rp__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op,
+                                half_wire);
+    }
+    return rp__allreduce_ring(c, sendbuf, recvbuf, count, dtype, op,
+                              half_wire);
+}
+
+rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)
+{
+    rp_status_t status;
+
+    status = rp__comm_begin(c, "broadcast");
+    if (status != RP_OK || c->size == 1 || bytes == 0) {
+        return status;
+    }
+    if (c->hier != NULL && c->hier->forced) {
+        return c->hier->ops->broadcast(c, buf, bytes, root);
+    }
+    if (c->shm != NULL && bytes <= c->shm_max) {
+        return rp__shm_broadcast(c, buf, bytes, root);
+    }
+    if (c->shm != NULL && c->shm->cma) {
+        return rp__cma_broadcast(c, buf, bytes, root);
+    }
+    return rp__broadcast_ring(c, buf, bytes, root);
+}
+
+rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t bytes)
+{
+    const int n = c->size;
+    rp_status_t status;
+
+    status = rp__comm_begin(c, "allgather");
+    if (status != RP_OK || bytes == 0) {
+        return status;
+    }
+    if (c->shm != NULL && bytes * (size_t)n <= c->shm_ag_max) {
+        /* Straight from the input, which overlaps no other rank's block
+         * (rp_allgather refuses that). One that overlaps ours without
+         * being it moves into place first: the path may depend only on
+         * what every rank shares, the size. */
+        char *mine = (char *)recvbuf + (size_t)c->rank * bytes;
+        const uintptr_t in = (uintptr_t)sendbuf, at = (uintptr_t)mine;
+
+        if (in != at && in < at + bytes && at < in + bytes) {
+            memmove(mine, sendbuf, bytes);
+            sendbuf = mine;
+        }
+        return rp__shm_allgather(c, sendbuf, recvbuf, bytes);
+    }
+    if (c->shm != NULL && c->shm->cma) {
+        /* Larger than the segment's path takes: each rank reads the
+         * others' inputs where they lie; one copy of each block. */
+        return rp__cma_allgather(c, sendbuf, recvbuf, bytes);
+    }
+    return rp__allgather_ring(c, sendbuf, recvbuf, bytes);
+}
+
+rp_status_t rp__comm_barrier(rp_comm_t *c)
+{
+    rp_status_t status;
+
+    status = rp__comm_begin(c, "barrier");
+    if (status != RP_OK || c->size == 1) {
+        return status;
+    }
+    if (c->shm != NULL) {
+        return rp__shm_barrier(c);
+    }
+    return rp__barrier_dissem(c);
+}
