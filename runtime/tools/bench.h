@@ -83,10 +83,9 @@ int bench_tune(const opts_t *o);
 
 /* Fill the input of this rank for one run. */
 void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf, size_t count);
-/* #wrong of this rank's output (on the device: copied back first); false
- * when it could not be read. */
-bool count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
-                     const bufs_t *b, size_t out_bytes, int64_t *wrong);
+/* #wrong of this rank's output @out, in host memory (bufs_result). */
+int64_t count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                        size_t count, const void *out);
 
 /* ---- bench_device.c ---- */
 
@@ -95,6 +94,9 @@ bool count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
 bool bufs_prepare(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
                   size_t out_bytes, bufs_t *b);
 void bufs_free(const opts_t *o, bufs_t *b);
+/* The row's output where the host can read it (on the device: copied
+ * back into b->host_out first); NULL, said on stderr, when it cannot. */
+const void *bufs_result(const opts_t *o, const bufs_t *b, size_t out_bytes);
 /* memset and memcpy; on the device enqueued on the context's stream, in
  * order with the collectives, and done at the next buf_sync. */
 rp_status_t buf_set(const opts_t *o, void *p, int byte, size_t bytes);

@@ -90,31 +90,18 @@ void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf,
     }
 }
 
-bool count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
-                            size_t count, const bufs_t *b, size_t out_bytes,
-                            int64_t *wrong)
+int64_t count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
+                        size_t count, const void *out)
 {
-    const void *out = b->out;
-
-    if (o->device) {
-        if (buf_copy(o, b->host_out, b->out, out_bytes) != RP_OK ||
-            buf_sync(o) != RP_OK) {
-            fprintf(stderr, "ringpoint-bench: rank %d: cannot copy the result "
-                    "back from the GPU\n", g_rank);
-            return false;
-        }
-        out = b->host_out;
-    }
     if (o->coll == COLL_ALLREDUCE) {
         want_ar_t w = {op, g_size};
-        *wrong = (int64_t)count_wrong(t, out, count, want_ar, &w);
-    } else if (o->coll == COLL_BROADCAST) {
-        want_bg_t w = {o->root, count};
-        *wrong = (int64_t)count_wrong(t, out, count, want_bcast, &w);
-    } else {
-        want_bg_t w = {0, count};
-        *wrong = (int64_t)count_wrong(t, out, count * (size_t)g_size,
-                                      want_gather, &w);
+        return (int64_t)count_wrong(t, out, count, want_ar, &w);
     }
-    return true;
+    if (o->coll == COLL_BROADCAST) {
+        want_bg_t w = {o->root, count};
+        return (int64_t)count_wrong(t, out, count, want_bcast, &w);
+    }
+    want_bg_t w = {0, count};
+    return (int64_t)count_wrong(t, out, count * (size_t)g_size, want_gather,
+                                &w);
 }

@@ -72,6 +72,20 @@ void bufs_free(const opts_t *o, bufs_t *b)
     memset(b, 0, sizeof(*b));
 }
 
+const void *bufs_result(const opts_t *o, const bufs_t *b, size_t out_bytes)
+{
+    if (!o->device) {
+        return b->out;
+    }
+    if (buf_copy(o, b->host_out, b->out, out_bytes) != RP_OK ||
+        buf_sync(o) != RP_OK) {
+        fprintf(stderr, "ringpoint-bench: rank %d: cannot copy the result "
+                "back from the GPU\n", g_rank);
+        return NULL;
+    }
+    return b->host_out;
+}
+
 /* The input filled and the output cleared before anything is timed, so
  * that first-touch faults stay out of the figures. */
 bool bufs_prepare(const opts_t *o, rp_dtype_t t, rp_op_t op,
