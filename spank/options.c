@@ -487,6 +487,29 @@ static bool rp_is_site_interval(spank_t sp, const char *text)
            strcmp(site, text) == 0;
 }
 
+/* RINGPOINT_PLUGIN_SET: the settings the plugin resolved from an option
+ * or the site, for ringpoint-info --settings to tell them from the user's.
+ * An inner step keeps what its enclosing step's plugin set, plus its own;
+ * a step that set nothing gets nothing, so a plain step's environment
+ * stays as Slurm made it. */
+static void rp_plugin_set_export(spank_t sp, const char *mine)
+{
+    char list[1024] = "";
+    size_t used;
+
+    if (*mine == '\0') {
+        return;
+    }
+    if (spank_getenv(sp, "RINGPOINT_PLUGIN_SET", list, sizeof(list)) !=
+        ESPANK_SUCCESS) {
+        list[0] = '\0';
+    }
+    used = strlen(list);
+    snprintf(list + used, sizeof(list) - used, "%s%s", used > 0 ? "," : "",
+             mine);
+    (void)spank_setenv(sp, "RINGPOINT_PLUGIN_SET", list, 1);
+}
+
 int rp__spank_options_export(spank_t sp)
 {
     static char env_text[RP_VALUE_MAX_LEN + 1], out[PATH_MAX],
@@ -557,6 +580,6 @@ int rp__spank_options_export(spank_t sp)
                         RP_SITE_INTERVAL_ENV);
         }
     }
-    (void)spank_setenv(sp, "RINGPOINT_PLUGIN_SET", plugin_set, 1);
+    rp_plugin_set_export(sp, plugin_set);
     return 0;
 }

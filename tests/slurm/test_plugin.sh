@@ -97,6 +97,9 @@ marker_fds() { # SRUN_ARGS...: "var=..." of each task, and "fd N -> WHAT"
 }
 test_plain_step_has_no_marker() {
     local out
+    # Nothing of ringpoint's in a plain step's environment at all.
+    out=$(srun -N2 -n2 env | grep '^RINGPOINT_' || true)
+    assert_eq "$out" "" "RINGPOINT_* variables in a plain step"
     out=$(marker_fds -N2 -n2)
     echo "plain: $out"
     assert_eq "$(grep -c 'var=none' <<<"$out")" 2 "tasks without RINGPOINT_STEP_FD"
@@ -186,6 +189,19 @@ test_bare_requeue_and_no_requeue() {
     assert_eq "$(srun -N1 --ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "3"
     assert_eq "$(srun -N1 --no-ckpt-requeue printenv RINGPOINT_CKPT_REQUEUE)" "0"
     expect_refused "contradict" srun -N1 --no-ckpt-requeue --ckpt-requeue=2 >/dev/null
+}
+
+# ringpoint-info --settings tells the plugin's values from the user's.
+test_info_settings_names_the_plugin() {
+    local out
+    out=$(RINGPOINT_COLL_WINDOW=8 srun -N1 --ckpt-interval=5m ringpoint-info --settings)
+    echo "$out" | grep -E 'CKPT_INTERVAL|COLL_WINDOW|CKPT_KEEP'
+    grep -qE '^RINGPOINT_CKPT_INTERVAL +plugin +300$' <<<"$out" ||
+        fail "--ckpt-interval=5m is not reported as the plugin's"
+    grep -qE '^RINGPOINT_COLL_WINDOW +environment +8' <<<"$out" ||
+        fail "RINGPOINT_COLL_WINDOW=8 is not reported as the user's"
+    grep -qE '^RINGPOINT_CKPT_KEEP +default ' <<<"$out" ||
+        fail "RINGPOINT_CKPT_KEEP is not reported as the default"
 }
 
 # No max_requeues in plugstack.conf: the admin guide's default of 3 is the
