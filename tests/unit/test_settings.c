@@ -140,7 +140,7 @@ static void test_every_entry_refuses_a_malformed_value(void **state)
 static void test_defaults_and_sources(void **state)
 {
     rp_settings_t *cfg = malloc(sizeof(*cfg));
-    char value[64];
+    char value[RP_SETTING_PATH_LEN + 128]; /* a default may name a path */
     size_t i;
 
     (void)state;
