@@ -29,9 +29,11 @@ have_torch() {
 finals() {
     local lines n common
     # Launchers forward each rank's output in pieces: another rank's line
-    # may land in the middle of this one (seen under mpirun), so the lines
-    # are picked out, not matched from the start.
-    lines=$(echo "$1" | grep -o 'final: rank [0-9]*/[0-9]* epochs [0-9]* first_val_loss [0-9.]* val_loss [0-9.]* val_acc [0-9.]* digest [0-9a-f]*' || true)
+    # may land in the middle of this one, or right after it before its
+    # newline (both seen under mpirun), so the lines are picked out, not
+    # matched from the start, and the digest is its 16 digits exactly (the
+    # "f" of a "final:" glued to it is a hex digit too).
+    lines=$(echo "$1" | grep -o 'final: rank [0-9]*/[0-9]* epochs [0-9]* first_val_loss [0-9.]* val_loss [0-9.]* val_acc [0-9.]* digest [0-9a-f]\{16\}' || true)
     n=$(echo "$lines" | grep -c . || true)
     assert_eq "$n" "$2" "number of final lines" || return 1
     common=$(echo "$lines" | sed 's/^final: rank [0-9]*\/[0-9]* //' | sort -u)
