@@ -34,42 +34,49 @@ symbols() {
     done
 }
 
-# pairs OBJ...: "A <-> B: a calls f, g; b calls h" for every pair that
-# calls each other.
-pairs() {
+# calls OBJ...: "A B SYM" for every symbol SYM that object A uses and
+# another object B defines.
+calls() {
     symbols "$@" | awk '
         $2 == "D" { def[$3] = $1; next }
         { use[NR] = $1; sym[NR] = $3 }
         END {
             for (i in use) {
                 d = def[sym[i]]
-                if (d == "" || d == use[i]) continue
-                k = use[i] SUBSEP d
-                if (!(k in calls)) calls[k] = sym[i]
-                else if (index(" " calls[k] " ", " " sym[i] " ") == 0) calls[k] = calls[k] " " sym[i]
+                if (d != "" && d != use[i]) print use[i], d, sym[i]
             }
+        }'
+}
+
+# short: object paths as the file names they come from.
+short() {
+    sed -E 's#[^ ]*/([a-z_]+_la-)?##g; s#([a-z0-9_]+)\.o#\1#g'
+}
+
+# pairs OBJ...: "A <-> B: a calls f, g; b calls h" for every pair that
+# calls each other.
+pairs() {
+    calls "$@" | awk '
+        {
+            k = $1 SUBSEP $2
+            if (!(k in calls)) calls[k] = $3
+            else if (index(" " calls[k] " ", " " $3 " ") == 0) calls[k] = calls[k] " " $3
+        }
+        END {
             for (k in calls) {
                 split(k, ab, SUBSEP)
                 r = ab[2] SUBSEP ab[1]
                 if ((r in calls) && ab[1] < ab[2])
                     printf "%s <-> %s: %s calls %s; %s calls %s\n", ab[1], ab[2], ab[1], calls[k], ab[2], calls[r]
             }
-        }' | sed -E 's#[^ ]*/([a-z_]+_la-)?##g; s#([a-z0-9_]+)\.o#\1#g' | sort
+        }' | short | sort
 }
 
 # loops OBJ...: the objects of one ring of calls (A calls B ... calls A),
 # as tsort reports the first it finds; nothing when the calls sort.
 loops() {
-    symbols "$@" | awk '
-        $2 == "D" { def[$3] = $1; next }
-        { use[NR] = $1; sym[NR] = $3 }
-        END {
-            for (i in use) {
-                d = def[sym[i]]
-                if (d != "" && d != use[i]) print use[i], d
-            }
-        }' | sort -u | tsort 2>&1 >/dev/null | grep -v 'input contains a loop' |
-        sed -E 's#^tsort: ##; s#[^ ]*/([a-z_]+_la-)?##g; s#([a-z0-9_]+)\.o#\1#g'
+    calls "$@" | awk '{ print $1, $2 }' | sort -u | tsort 2>&1 >/dev/null |
+        grep -v 'input contains a loop' | sed 's#^tsort: ##' | short
 }
 
 for dir in "$@"; do
