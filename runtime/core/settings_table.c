@@ -456,12 +456,14 @@ rp_status_t rp__settings_load(rp_settings_t *cfg)
             /* Every malformed variable is named, not only the first, so
              * one run shows all of them. */
             /* "NAME='value': expected FORMS", then what was wrong where
-             * the forms alone do not say it. */
-            rp_error("%s='%.64s%s': expected %s%s%s%s", e->name, v,
-                     strlen(v) > 64 ? "..." : "", e->forms,
-                     e->kind == RP_SK_WORD ? "" : " (",
-                     e->kind == RP_SK_WORD ? "" : err,
-                     e->kind == RP_SK_WORD ? "" : ")");
+             * the forms alone do not say it (a word is right or not). */
+            if (e->kind == RP_SK_WORD) {
+                rp_error("%s='%.64s%s': expected %s", e->name, v,
+                         strlen(v) > 64 ? "..." : "", e->forms);
+            } else {
+                rp_error("%s='%.64s%s': expected %s (%s)", e->name, v,
+                         strlen(v) > 64 ? "..." : "", e->forms, err);
+            }
             status = RP_ERR_INVALID_ARG;
             continue;
         }
