@@ -33,7 +33,8 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/comm.c runtime/coll/comm.h \
 	runtime/coll/comm_create.c runtime/coll/comm_create.h \
 	runtime/coll/algo.h \
-	runtime/coll/allreduce_ring.c \
+	runtime/coll/eval.c runtime/coll/eval.h \
+	runtime/coll/allreduce_owners.c \
 	runtime/coll/allreduce_rd.c \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
@@ -43,7 +44,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/allreduce_group.c \
 	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_setup.c \
 	runtime/coll/shm_coll.c \
-	runtime/coll/shm_cma.c runtime/coll/shm_eval.h \
+	runtime/coll/shm_cma.c \
 	runtime/coll/hier.c runtime/coll/hier.h runtime/coll/hier_setup.c \
 	runtime/coll/tune.c runtime/coll/tune.h \
 	runtime/gpu/gpu.h runtime/gpu/path.h \

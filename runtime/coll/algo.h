@@ -1,6 +1,8 @@
 /*
  * The collectives' algorithms over the transport, one file each: they use
- * the point-to-point ground (comm.h) and nothing else of coll/. The path
+ * the point-to-point ground (comm.h), the allreduce's expression (eval.h)
+ * and nothing else of coll/. Every allreduce, whichever algorithm or path,
+ * gives each element the bits of eval.h's one expression. The path
  * selector (select.c) decides which of them, or of the node segment's
  * paths (shm.h), runs a call. Arguments are checked by the caller,
  * rp__comm_begin called, count/bytes > 0.
@@ -13,13 +15,14 @@
 
 #include "coll/comm.h"
 
-/* Allreduce. @half_wire: float16/bfloat16 partial results travel in their
- * own format, rounded at every hop (wire compression), instead of as
- * float32 rounded once. */
-/* The pipelined ring, reduce-scatter then allgather (allreduce_ring.c). */
-rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
-                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                               rp_op_t op, bool half_wire);
+/* Allreduce. @half_wire: float16/bfloat16 results rounded at every
+ * operation (wire compression), instead of combined in float32 and rounded
+ * once. */
+/* Each block reduced by its owner, then the ring's allgather
+ * (allreduce_owners.c). */
+rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 rp_dtype_t dtype, rp_op_t op, bool half_wire);
 /* Recursive doubling (allreduce_rd.c). */
 rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
                              size_t count, rp_dtype_t dtype, rp_op_t op,

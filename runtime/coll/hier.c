@@ -28,8 +28,8 @@ static void rp_hier_sync(rp_comm_t *c)
     }
 }
 
-/* One level's allreduce with the flat algorithm's choice: recursive
- * doubling stays recursive doubling at both levels (its expression). */
+/* One level's allreduce with the flat algorithm's choice: a size that
+ * is latency-bound for the job is so for each level too. */
 static rp_status_t rp_hier_level(rp_comm_t *s, void *buf, size_t count,
                                  rp_dtype_t dtype, rp_op_t op, bool half_wire,
                                  int algo, const void *sendbuf)

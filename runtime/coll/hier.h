@@ -2,7 +2,7 @@
  * The hierarchy across nodes: with several ranks on some node of a job
  * that spans nodes, an allreduce is reduced within each node first (the
  * node's shared segment, shm.h), then among one leader per node over the
- * transport (recursive doubling or the ring), then handed back within the
+ * transport (algo.h), then handed back within the
  * node (a broadcast through the segment). A broadcast goes within the
  * root's node, among the leaders, then within every other node. Only the
  * leaders' messages cross the network: one per node and step instead of
@@ -15,9 +15,8 @@
  * leaders), all lanes at once, and the node's ranks then gather the
  * slices (an allgather through the segment). Each rank sends 1/L of the
  * bytes over the network, on L connections a node instead of one. The
- * per-element expression is the leaders' for recursive doubling (it works
- * element by element); for the ring it is the ring's over the slice,
- * deterministic for the layout as below.
+ * per-element expression is the leaders' (every path's is the same
+ * element by element, eval.h).
  *
  * Node membership is the job's: every rank publishes its PMIx node id
  * (an allgather at setup), and a node's ranks are ordered by job rank.
@@ -28,23 +27,21 @@
  * values are combined in:
  *  - integer types: any order gives the same bits (wrap-around sums and
  *    products, min and max are associative);
- *  - floating point, recursive doubling (the sizes at or below the
- *    recursive doubling threshold): recursive doubling within the node,
- *    then among the leaders, is recursive doubling over the job when the
- *    job size is a power of two and every node holds the same number of
- *    consecutive ranks (2 nodes x 2 ranks: (x0 + x1) + (x2 + x3), which is
- *    the flat algorithm's expression, operand for operand);
- *  - otherwise the hierarchy's expression is (node partial of node 0) OP
- *    (node partial of node 1) ... in the leaders' algorithm's order, each
- *    node partial evaluated as the node's own algorithm does: the result
- *    is the same on every rank and from run to run on the same layout, but
- *    not the flat algorithm's bits, and it changes with the layout.
+ *  - floating point: every flat path evaluates one expression (eval.h),
+ *    recursive doubling's. The node's, then the leaders', is that same
+ *    expression when the job size is a power of two and every node holds
+ *    the same number of consecutive ranks (2 nodes x 2 ranks:
+ *    (x0 + x1) + (x2 + x3), operand for operand);
+ *  - otherwise the hierarchy's expression is the leaders' expression of
+ *    the nodes' partial results: the same on every rank and from run to
+ *    run on the same layout, but not the flat paths' bits, and it changes
+ *    with the layout.
  * float16/bfloat16 are widened to float32 on entry, combined in float32 at
  * every level and rounded once (with wire compression, as themselves).
  *
  * So RINGPOINT_COLL_HIER unset (auto) takes the hierarchy only where its
- * bits are the flat algorithm's (integer types, and recursive doubling on
- * such an aligned layout): a job's results never depend on its layout.
+ * bits are the flat paths' (integer types, and such an aligned layout): a
+ * job's results never depend on its layout.
  * RINGPOINT_COLL_HIER=1 takes it for every allreduce and broadcast of a
  * job that spans nodes with several ranks on one (layout-dependent float
  * bits, as above); 0 never.

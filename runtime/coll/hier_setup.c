@@ -119,7 +119,7 @@ static bool rp_hier_layout(rp__hier_t *h, const int32_t *ids, int n, int me)
             h->members[h->lsize++] = r;
         }
     }
-    /* Recursive doubling's expression: 2^k ranks in equal blocks of
+    /* The flat paths' expression (eval.h): 2^k ranks in equal blocks of
      * consecutive ranks, one block a node. */
     h->rd_aligned = (n & (n - 1)) == 0 && n % h->nnodes == 0;
     for (int r = 0; r < n && h->rd_aligned; r++) {
@@ -232,8 +232,7 @@ rp_status_t rp__hier_setup(rp_comm_t *c, int mode)
                  h->uniform ? ", lanes from 256 KiB" : "",
                  h->forced ? "every allreduce and broadcast "
                              "(RINGPOINT_COLL_HIER=1)"
-                 : h->rd_aligned ? "integer allreduces and recursive "
-                                   "doubling's sizes"
+                 : h->rd_aligned ? "every allreduce (an aligned layout)"
                                  : "integer allreduces");
     }
     return RP_OK;

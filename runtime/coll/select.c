@@ -2,9 +2,10 @@
  * The path selector (select.h): every collective picks its path here, in
  * one order: the hierarchy across nodes, the node's shared segment,
  * single-copy reads of the peers (CMA), then the algorithms over the
- * transport. Each path evaluates the expression the transport's algorithm
- * would (the hierarchy: see hier.h), so the choice changes the time a
- * call takes, not its bits, except where hier.h says.
+ * transport. Every path gives an allreduce the bits of its one expression
+ * (eval.h), so the choice, which follows the size, changes the time a
+ * call takes, never its bits (the hierarchy forced on is the exception
+ * hier.h names).
  *
  * The choices may depend only on what every rank agrees on (the sizes,
  * the settings, the job's layout and the set-ups' joint decisions), never
@@ -22,12 +23,10 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Does this allreduce take the hierarchy? @algo: the flat algorithm's
- * choice (RD or RING). Auto takes it only where its bits are the flat
- * algorithm's (hier.h): integer types, and recursive doubling on an
- * aligned layout. */
-static bool rp_hier_wants(const rp_comm_t *c, size_t bytes, rp_dtype_t dtype,
-                          int algo)
+/* Does this allreduce take the hierarchy? Auto takes it only where its
+ * bits are the flat paths' (hier.h): integer types, and an aligned
+ * layout. */
+static bool rp_hier_wants(const rp_comm_t *c, size_t bytes, rp_dtype_t dtype)
 {
     const rp__hier_t *h = c->hier;
     const bool exact = dtype == RP_DTYPE_UINT8 || dtype == RP_DTYPE_INT32 ||
@@ -37,7 +36,7 @@ static bool rp_hier_wants(const rp_comm_t *c, size_t bytes, rp_dtype_t dtype,
         return true;
     }
     return bytes <= h->max_bytes &&
-           (exact || (algo == RP_COLL_ALGO_RD && h->rd_aligned));
+           (exact || h->rd_aligned);
 }
 
 rp_status_t rp__comm_allreduce(rp_comm_t *c, const void *sendbuf,
@@ -77,7 +76,7 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
                    ? RP_COLL_ALGO_RD
                    : RP_COLL_ALGO_RING;
     }
-    if (c->hier != NULL && rp_hier_wants(c, bytes, dtype, algo)) {
+    if (c->hier != NULL && rp_hier_wants(c, bytes, dtype)) {
         /* Across nodes: within each, among one rank a node, back. */
         return c->hier->ops->allreduce(c, sendbuf, recvbuf, count, dtype, op,
                                        half_wire, algo);
@@ -85,20 +84,20 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
     if (c->shm != NULL && bytes <= c->shm_ar_max) {
         /* The same expression, evaluated through the node's memory. */
         return rp__shm_allreduce(c, sendbuf, recvbuf, count, dtype, op,
-                                 half_wire, algo == RP_COLL_ALGO_RD);
+                                 half_wire);
     }
     if (c->shm != NULL && c->shm->cma) {
         /* Larger: read the peers' data where it lies and write each
          * finished block into theirs, the same expression again. */
         return rp__cma_allreduce(c, sendbuf, recvbuf, count, dtype, op,
-                                 half_wire, algo == RP_COLL_ALGO_RD);
+                                 half_wire);
     }
     if (algo == RP_COLL_ALGO_RD) {
         return rp__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op,
                                 half_wire);
     }
-    return rp__allreduce_ring(c, sendbuf, recvbuf, count, dtype, op,
-                              half_wire);
+    return rp__allreduce_owners(c, sendbuf, recvbuf, count, dtype, op,
+                                half_wire);
 }
 
 rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root)

@@ -37,9 +37,8 @@
  * used only if every rank can, RINGPOINT_COLL_CMA=0 turns it off.
  *
  * The segment is used only when all ranks are on this node (the shared
- * path then covers everyone; the reductions evaluate, element by element,
- * the expression the transport's algorithm would, so the bits never depend
- * on the layout), and not when UCX_TLS leaves shared memory out (an
+ * path then covers everyone; the reductions evaluate the allreduce's one
+ * expression (eval.h), so the bits never depend on the path), and not when UCX_TLS leaves shared memory out (an
  * inter-node emulation over loopback must stay on the network).
  * RINGPOINT_COLL_SHM=0 turns it off.
  */
@@ -146,11 +145,10 @@ rp_status_t rp__shm_wait(struct rp_comm *c, int q, uint32_t k);
 rp_status_t rp__shm_wait_all(struct rp_comm *c, uint32_t k);
 
 /* The collectives over the segment (shm_coll.c). Arguments checked,
- * count/bytes > 0. @rd: evaluate recursive doubling's expression, else
- * the ring's. */
+ * count/bytes > 0. */
 rp_status_t rp__shm_allreduce(struct rp_comm *c, const void *sendbuf,
                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                              rp_op_t op, bool half_wire, bool rd);
+                              rp_op_t op, bool half_wire);
 rp_status_t rp__shm_broadcast(struct rp_comm *c, void *buf, size_t bytes,
                               int root);
 /* @sendbuf may be this rank's block of @recvbuf, but overlap no other. */
@@ -162,7 +160,7 @@ rp_status_t rp__shm_barrier(struct rp_comm *c);
  * checked, count/bytes > 0. */
 rp_status_t rp__cma_allreduce(struct rp_comm *c, const void *sendbuf,
                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                              rp_op_t op, bool half_wire, bool rd);
+                              rp_op_t op, bool half_wire);
 rp_status_t rp__cma_broadcast(struct rp_comm *c, void *buf, size_t bytes,
                               int root);
 rp_status_t rp__cma_allgather(struct rp_comm *c, const void *sendbuf,

@@ -17,14 +17,14 @@
  * at a time, from copies of the peers' chunks in its scratch and its own
  * input, straight into its output, and writes each finished chunk into
  * every peer's output while it is still in the cache. The expression per
- * element is the transport's (shm_eval.h), so are the bits.
+ * element is the allreduce's one expression (eval.h), so are the bits.
  */
 #include "config.h"
 
 #include "coll/chunk.h"
 #include "coll/comm.h"
 #include "coll/shm.h"
-#include "coll/shm_eval.h"
+#include "coll/eval.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -342,7 +342,7 @@ rp_status_t rp__cma_allgather_iov(rp_comm_t *c, const void *src,
 
 rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
                               void *recvbuf, size_t count, rp_dtype_t dtype,
-                              rp_op_t op, bool half_wire, bool rd)
+                              rp_op_t op, bool half_wire)
 {
     rp__shm_t *sh = c->shm;
     const int n = sh->n, r = sh->rank;
@@ -350,12 +350,12 @@ rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
     const size_t end = off + rp__chunk_count(count, n, r);
     const char *in = sendbuf;
     char *out = recvbuf, *scratch;
-    rp__shm_ar_t a;
+    rp__eval_t a;
     size_t ch;
     uint32_t k;
     void *p;
-    rp_status_t status = rp__shm_ar_init(c, &a, count, dtype, op, half_wire,
-                                         rd);
+    rp_status_t status = rp__eval_init(c, &a, n, sh->ptrs, dtype, op,
+                                       half_wire);
 
     if (status == RP_OK) {
         status = rp__comm_scratch(c, &c->work, (size_t)n * RP_CMA_CHUNK, &p);
@@ -368,8 +368,8 @@ rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
     }
     scratch = p;
     ch = RP_CMA_CHUNK / a.es;
-    /* Block r: the peers' chunks copied here, ours read where it lies
-     * unless the output overwrites it as the expression runs (in place). */
+    /* Block r: the peers' chunks copied here, ours read where it lies,
+     * in place too (the expression writes a piece after reading it). */
     for (size_t lo = off; lo < end && status == RP_OK; lo += ch) {
         const size_t len = end - lo < ch ? end - lo : ch;
 
@@ -381,15 +381,13 @@ rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
             if (q != r) {
                 status = rp_read(c, q, copy, rp_addr(sh, q, k, 0) + lo * a.es,
                                  len * a.es);
-            } else if (in == out) {
-                memcpy(copy, in + lo * a.es, len * a.es);
             } else {
                 a.src[q] = in + lo * a.es;
             }
         }
         if (status == RP_OK) {
             a.p0 = lo;
-            rp__shm_eval(&a, lo, len, out + lo * a.es);
+            rp__eval(&a, lo, len, out + lo * a.es);
         }
         /* The chunk is final: into every peer's output from the cache,
          * rather than read back from ours later. Only this rank touches

@@ -11,6 +11,8 @@
  * the non-blocking collectives and wire compression (coll_check_nb.c).
  *
  *   ringpoint-coll-check [-q]                 the full check
+ *   ringpoint-coll-check -l                   only: results independent of
+ *                                             layout (coll_check_layout.c)
  *   ringpoint-coll-check -k RANK -t MS        RANK kills itself (SIGKILL) MS
  *                                             ms in; the others must fail
  *
@@ -406,18 +408,20 @@ int main(int argc, char **argv)
                                             RP_CONTEXT_ATTR_FIELD_SIZE};
     size_t max_count = (1u << 20) + 3, bytes;
     int victim = -1, opt, all_errors;
+    bool layout = false;
     long kill_ms = 1000;
     rp_context_h ctx;
     char *a, *b;
     double t0;
 
-    while ((opt = getopt(argc, argv, "qk:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "qlk:t:")) != -1) {
         switch (opt) {
         case 'q': max_count = 65537; break;
+        case 'l': layout = true; break;
         case 'k': victim = atoi(optarg); break;
         case 't': kill_ms = atol(optarg); break;
         default:
-            fprintf(stderr, "usage: %s [-q] [-k RANK -t MS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-q | -l] [-k RANK -t MS]\n", argv[0]);
             return 64;
         }
     }
@@ -437,14 +441,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "coll-check: out of memory\n");
         return 2;
     }
-    check_allreduce(ctx, a, b, max_count);
-    check_random(ctx, a, b, max_count);
-    check_broadcast(ctx, a, max_count);
-    check_allgather(ctx, a, b, max_count * 4);
-    check_barrier(ctx);
-    check_nonblocking(ctx, max_count);
-    check_compression(ctx, max_count);
-    check_signature(ctx);
+    if (layout) {
+        check_layout(ctx);
+    } else {
+        check_allreduce(ctx, a, b, max_count);
+        check_random(ctx, a, b, max_count);
+        check_broadcast(ctx, a, max_count);
+        check_allgather(ctx, a, b, max_count * 4);
+        check_barrier(ctx);
+        check_nonblocking(ctx, max_count);
+        check_compression(ctx, max_count);
+        check_signature(ctx);
+    }
 
     /* Everyone learns whether anyone failed, and the run's hash. */
     check_status("allreduce of errors",

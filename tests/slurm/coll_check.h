@@ -25,4 +25,7 @@ void check_nonblocking(rp_context_h ctx, size_t max_count);
 void check_compression(rp_context_h ctx, size_t max_count);
 void check_signature(rp_context_h ctx);
 
+/* coll_check_layout.c */
+void check_layout(rp_context_h ctx);
+
 #endif
