@@ -21,6 +21,7 @@
 #include "reduce/half.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,13 +91,12 @@ static void reference(rp_dtype_t t, rp_op_t op, uint64_t g, void *dst,
         p2 *= 2;
     }
     for (int q = 0; q < n; q++) {
-        uint16_t h[1];
-
         d[q] = val64(q, g);
-        store_val(t, h, 0, q, g);
-        f[q] = t == RP_DTYPE_FLOAT16    ? rp__f16_to_f32_1(h[0])
-               : t == RP_DTYPE_BFLOAT16 ? rp__bf16_to_f32_1(h[0])
-                                        : val32(q, g);
+        f[q] = t == RP_DTYPE_FLOAT16
+                   ? rp__f16_to_f32_1(rp__f32_to_f16_1(val32(q, g)))
+               : t == RP_DTYPE_BFLOAT16
+                   ? rp__bf16_to_f32_1(rp__f32_to_bf16_1(val32(q, g)))
+                   : val32(q, g);
     }
     for (int q = 0; q + p2 < n; q++) {
         d[q] = d[q] + d[q + p2];
