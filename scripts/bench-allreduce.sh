@@ -19,7 +19,9 @@
 #               UCX_TLS=tcp,self for both ringpoint and Open MPI's pml ucx:
 #               an inter-node emulation; with the floor beside it: UCX's
 #               own exchange of the same bytes, ucx-exchange-bench, and
-#               ucx_perftest's latency and rate); default np2,np4,tcp
+#               ucx_perftest's latency and rate), tcp3 (the same at 3
+#               ranks, --oversubscribe: the transport's algorithms past
+#               two ranks); default np2,np4,tcp
 #   -C COLLS    comma-separated, from allreduce, broadcast, allgather and
 #               barrier (against MPI_Allreduce, MPI_Bcast, MPI_Allgather,
 #               MPI_Barrier); default allreduce. Allreduce runs 4 B-256 MiB,
@@ -286,7 +288,7 @@ one_coll() {
                 ${rpenv[@]+"${rpenv[@]}"} "${rpb[@]}" $range
         fi
         if [ $have_mpi = 1 ]; then
-            if [ "$layout" != tcp ]; then
+            if [ "${layout#tcp}" = "$layout" ]; then
                 # shellcheck disable=SC2086
                 run "$layout" ompi "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
                     "$MPI_BENCH" -C "$coll" $range
@@ -313,7 +315,7 @@ one_coll() {
                     --mca pml ob1 --mca btl self,vader "${mpitcp[@]}" "$UCX_XCHG" $xr
             fi
         fi
-        if [ $have_gloo = 1 ] && [ "$layout" != tcp ] && [ "$coll" = allreduce ]; then
+        if [ $have_gloo = 1 ] && [ "${layout#tcp}" = "$layout" ] && [ "$coll" = allreduce ]; then
             port=$(( port + 1 ))
             # shellcheck disable=SC2086
             run "$layout" gloo "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
@@ -332,6 +334,7 @@ for round in $(seq 1 "$rounds"); do
         np2) np=(-np 2); rpenv=(); mpitcp=() ;;
         np4) np=(-np 4 --oversubscribe); rpenv=(); mpitcp=() ;;
         tcp) np=(-np 2); rpenv=(-x UCX_TLS=tcp,self); mpitcp=(-x UCX_TLS=tcp,self) ;;
+        tcp3) np=(-np 3 --oversubscribe); rpenv=(-x UCX_TLS=tcp,self); mpitcp=(-x UCX_TLS=tcp,self) ;;
         *) echo "bench-allreduce: unknown layout $layout" >&2; exit 64 ;;
         esac
         for coll in ${colls//,/ }; do
@@ -387,11 +390,12 @@ def best(*ms):
 def rank(order, x):
     return order.index(x) if x in order else len(order)
 
-layouts = sorted({k[0] for k in d}, key=lambda x: rank(["np2", "np4", "tcp"], x))
+layouts = sorted({k[0] for k in d}, key=lambda x: rank(["np2", "np4", "tcp", "tcp3"], x))
 colls = sorted({k[1] for k in d} - {"half"}, key=lambda x: rank(["allreduce", "broadcast", "allgather", "barrier"], x))
 names = {"np2": "2 ranks, 1 node (shared memory)",
          "np4": "4 ranks on 2 cores (mpirun --oversubscribe)",
-         "tcp": "2 ranks, UCX_TLS=tcp,self (inter-node emulation)"}
+         "tcp": "2 ranks, UCX_TLS=tcp,self (inter-node emulation)",
+         "tcp3": "3 ranks on 2 cores, UCX_TLS=tcp,self (inter-node emulation)"}
 print(f"# float32 (allreduce: sum); medians over {rounds} interleaved rounds of the per-run"
       + (" time per call of the iterations back to back (-m loop), the slowest rank's"
          if stat == "loop" else " median of the slowest rank's per-iteration time"))

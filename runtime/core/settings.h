@@ -35,7 +35,7 @@
 
 typedef enum rp_coll_algo {
     RP_COLL_ALGO_AUTO = 0, /* by message size */
-    RP_COLL_ALGO_RING = 1, /* reduce-scatter + allgather ring */
+    RP_COLL_ALGO_RING = 1, /* reduce-scatter to owners + ring allgather */
     RP_COLL_ALGO_RD   = 2  /* recursive doubling */
 } rp_coll_algo_t;
 

@@ -153,8 +153,9 @@ static const rp_set_entry_t rp_set_table[] = {
     {"RINGPOINT_ALLREDUCE_ALGO", RP_SK_WORD, RP_SF_INT,
      RP_F(allreduce_algo), 0, 0, 0, 0, rp_w_algo, RP_COLL_ALGO_AUTO, NULL,
      "auto", "auto, ring or rd",
-     "The allreduce algorithm (rd: recursive doubling); it decides the last "
-     "bits of float results, so keep one across a job's restarts.", 0},
+     "The allreduce algorithm over the transport (rd: recursive doubling; "
+     "ring: each block reduced at its owner, then a ring allgather); it "
+     "changes the time, never the bits.", 0},
     {"RINGPOINT_ALLREDUCE_RD_MAX", RP_SK_UINT, RP_SF_U64,
      RP_F(rd_max_bytes), 0, 0, 1ull << 30, 0, NULL, -1, NULL,
      "8 KiB at 2 ranks, 64 KiB beyond, or the tuning table's",
@@ -186,7 +187,8 @@ static const rp_set_entry_t rp_set_table[] = {
     {"RINGPOINT_COLL_SEGMENT", RP_SK_UINT, RP_SF_U64, RP_F(segment_bytes),
      0, 64, 1ull << 30, 0, NULL, RP_DEFAULT_SEGMENT_BYTES, NULL,
      "128 KiB; 512 KiB at 2 ranks; 1 MiB over TCP",
-     "bytes, 64 to 1073741824", "The pipelining unit of the ring.", 0},
+     "bytes, 64 to 1073741824", "The pipelining unit of the large allreduce, "
+     "broadcast and allgather.", 0},
     {"RINGPOINT_COLL_WINDOW", RP_SK_UINT, RP_SF_U64, RP_F(window), 0,
      1, 256, 0, NULL, RP_DEFAULT_WINDOW, NULL, "4", "1 to 256",
      "Segments received ahead.", 0},

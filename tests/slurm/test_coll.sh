@@ -45,11 +45,14 @@ test_coll_five_ranks() {
     check_ok "$(srun --mpi=pmix -N2 -n5 --overcommit "$CHECK" 2>&1)" 5
 }
 
-# Each algorithm on its own, whatever the size, and tiny segments so the
-# ring's pipeline runs with thousands of messages per step.
+# Each algorithm on its own, whatever the size (the same bits: one
+# expression), and tiny segments so the pipelines run with thousands of
+# messages per step.
 test_coll_forced_algorithms() {
-    check_ok "$(RINGPOINT_ALLREDUCE_ALGO=ring srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1)" 3
-    check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1)" 3
+    local a b
+    a=$(RINGPOINT_ALLREDUCE_ALGO=ring srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$a" 3
+    b=$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$b" 3
+    assert_eq "$(hash_of "$a")" "$(hash_of "$b")" "hash with RINGPOINT_ALLREDUCE_ALGO=ring and rd"
     check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
     check_ok "$(RINGPOINT_COLL_SEGMENT=64 srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
 }
@@ -96,13 +99,13 @@ killed_rank2_reported() {
 # single-copy reads of the peers' buffers (process_vm_readv), with the
 # transport's bits: the same hash as with the segment off, as with the
 # switch to the single-copy path moved into the checked sizes (4 KiB), as
-# with that path off there too (the ring over the transport above 4 KiB),
-# and as on two nodes, where both stay off. With every checked size
-# through the segment (up to 8 MiB, so several 1 MiB slots per call), or
-# with the default switches (2 ranks: broadcast and allgather single-copy
-# above theirs, allreduce too), the bits are the ring's too. A rank killed on that node is named by the
-# others, on either path and from another pid namespace; bad settings are
-# refused.
+# with that path off there too (the transport above 4 KiB), and as on two
+# nodes, where both stay off. With every checked size through the segment
+# (up to 8 MiB, so several 1 MiB slots per call), or with the default
+# switches (2 ranks: broadcast and allgather single-copy above theirs,
+# allreduce too), the bits are the transport's too. A rank killed on that
+# node is named by the others, on either path and from another pid
+# namespace; bad settings are refused.
 test_coll_shared_segment() {
     local a b c d e f g h s out max
     a=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N1 -n3 --overcommit "$CHECK" -q 2>&1); check_ok "$a" 3
@@ -169,7 +172,7 @@ test_coll_shared_segment() {
 
 # The hierarchy across nodes (coll/hier.h), 2 ranks on each of 2 nodes and
 # 3 ranks on 2: by default (auto) it is set up and its bits are the flat
-# algorithms' (the same hash as with RINGPOINT_COLL_HIER=0); forced on for
+# paths' (the same hash as with RINGPOINT_COLL_HIER=0); forced on for
 # every allreduce and broadcast, every dtype x op is still exact and every
 # rank has the same bits (the checker's own checks), run to run; a bad
 # value is refused.
@@ -177,7 +180,7 @@ test_coll_hierarchy() {
     local a b c d e f out
     a=$(RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$CHECK" -q 2>&1); check_ok "$a" 4
     assert_contains "$a" "coll: hierarchy of 2 nodes"
-    assert_contains "$a" "integer allreduces and recursive doubling's sizes"
+    assert_contains "$a" "every allreduce (an aligned layout)"
     b=$(RINGPOINT_COLL_HIER=0 RINGPOINT_LOG_LEVEL=debug srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 "$CHECK" -q 2>&1); check_ok "$b" 4
     assert_not_contains "$b" "coll: hierarchy of"
     assert_eq "$(hash_of "$a")" "$(hash_of "$b")" "hash with the hierarchy (auto) and without"
@@ -190,6 +193,36 @@ test_coll_hierarchy() {
     out=$(RINGPOINT_COLL_HIER=yes srun --mpi=pmix -N2 -n2 "$CHECK" -q 2>&1) && fail "RINGPOINT_COLL_HIER=yes accepted"
     echo "$out"
     assert_contains "$out" "RINGPOINT_COLL_HIER='yes': expected auto"
+}
+
+# Bits independent of layout (coll_check_layout.c): at 3, 4 and 5 ranks,
+# on every path (the node's segment, single-copy reads, the transport's
+# two algorithms, the hierarchy on an aligned layout, small segments),
+# every placement of the same elements (offsets, lengths, groupings, in
+# place, non-blocking) equals the expression evaluated one element at a
+# time; and every path gives one hash per world size.
+test_coll_layout_independent() {
+    local n nodes env out h ref
+    for n in 3 4 5; do
+        ref=
+        while read -r nodes env; do
+            out=$(env $env srun --mpi=pmix -N"$nodes" -n"$n" --overcommit "$CHECK" -l 2>&1 </dev/null)
+            check_ok "$out" "$n"
+            assert_contains "$out" "coll-check: layout: 80 placements"
+            h=$(hash_of "$out")
+            ref=${ref:-$h}
+            assert_eq "$h" "$ref" "layout hash at $n ranks on $nodes node(s) with ${env:-the defaults}"
+        done <<'PATHS'
+1 RINGPOINT_LOG_LEVEL=warn
+1 RINGPOINT_COLL_SHM_MAX=4096
+1 RINGPOINT_COLL_SHM_MAX=4096 RINGPOINT_COLL_CMA=0
+1 RINGPOINT_COLL_SHM_MAX=16777216
+1 RINGPOINT_COLL_SHM=0 RINGPOINT_ALLREDUCE_ALGO=ring
+1 RINGPOINT_COLL_SHM=0 RINGPOINT_ALLREDUCE_ALGO=rd
+2 RINGPOINT_LOG_LEVEL=warn
+2 RINGPOINT_COLL_HIER=0 RINGPOINT_COLL_SEGMENT=4096
+PATHS
+    done
 }
 
 test_coll_mpirun_oversubscribed() {
