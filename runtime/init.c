@@ -29,6 +29,7 @@ static rp__bootstrap_settings_t rp_init_bootstrap_part(const rp_settings_t *s)
     rp__bootstrap_settings_t b = {
         .timeout_s = s->bootstrap_timeout_s,
         .pmix_collect = s->pmix_collect,
+        .allow_single = s->allow_single,
     };
 
     return b;
