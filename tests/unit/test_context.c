@@ -164,6 +164,9 @@ static void test_batch_script_without_srun_is_refused(void **state)
 {
     rp_init_params_t params = {.field_mask = RP_INIT_FIELD_FLAGS,
                                .flags = RP_INIT_FLAG_SINGLE};
+    char why[512] = "stale";
+    rp_init_params_t with_error = {.field_mask = RP_INIT_FIELD_ERROR,
+                                   .error = why, .error_len = sizeof(why)};
     rp_context_h ctx = NULL;
 
     (void)state;
@@ -182,10 +185,17 @@ static void test_batch_script_without_srun_is_refused(void **state)
     rp_finalize(ctx);
     ctx = NULL;
     setenv("RINGPOINT_ALLOW_SINGLE", "0", 1);
-    assert_int_equal(rp_init(NULL, &ctx), RP_ERR_BOOTSTRAP);
-    /* A task of an srun step of one task is where it should be. */
+    /* The reason comes back to a caller that asks (Python's exception). */
+    assert_int_equal(rp_init(&with_error, &ctx), RP_ERR_BOOTSTRAP);
+    assert_non_null(strstr(why, "started without srun: Slurm job 4242 has 3 "
+                                "tasks on 2 nodes"));
+    assert_non_null(strstr(why, "srun --mpi=pmix"));
+    assert_null(strstr(why, "ringpoint: error:"));
+    /* A task of an srun step of one task is where it should be; the
+     * error text of a success is empty. */
     setenv("SLURM_STEP_ID", "0", 1);
-    assert_int_equal(rp_init(NULL, &ctx), RP_OK);
+    assert_int_equal(rp_init(&with_error, &ctx), RP_OK);
+    assert_string_equal(why, "");
     rp_finalize(ctx);
     unsetenv("RINGPOINT_ALLOW_SINGLE");
     unsetenv("SLURM_STEP_ID");
