@@ -29,6 +29,7 @@ static rp__bootstrap_settings_t rp_init_bootstrap_part(const rp_settings_t *s)
     rp__bootstrap_settings_t b = {
         .timeout_s = s->bootstrap_timeout_s,
         .pmix_collect = s->pmix_collect,
+        .allow_single = s->allow_single,
     };
 
     return b;
@@ -47,7 +48,33 @@ static rp__transport_settings_t rp_init_transport_part(const rp_settings_t *s)
     return t;
 }
 
+static rp_status_t rp_init_layers(const rp_init_params_t *params,
+                                  rp_context_h *ctx_p);
+
 rp_status_t rp_init(const rp_init_params_t *params, rp_context_h *ctx_p)
+{
+    rp_status_t status;
+    bool capture = params != NULL &&
+                   (params->field_mask & RP_INIT_FIELD_ERROR) &&
+                   params->error != NULL && params->error_len > 0;
+
+    /* The reason of a failure goes back to the caller, from wherever in
+     * the layers it was found and logged. */
+    if (capture) {
+        rp__log_capture(params->error, params->error_len);
+    }
+    status = rp_init_layers(params, ctx_p);
+    if (capture) {
+        rp__log_capture(NULL, 0);
+        if (status == RP_OK) {
+            params->error[0] = '\0';
+        }
+    }
+    return status;
+}
+
+static rp_status_t rp_init_layers(const rp_init_params_t *params,
+                                  rp_context_h *ctx_p)
 {
     rp_context_h ctx;
     rp__bootstrap_settings_t bset;

@@ -23,6 +23,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/init.c \
 	runtime/bootstrap/bootstrap.c runtime/bootstrap/bootstrap.h \
 	runtime/bootstrap/host.c runtime/bootstrap/host.h \
+	runtime/bootstrap/launch.c runtime/bootstrap/launch.h \
 	runtime/bootstrap/single.c \
 	runtime/signal/signal.c runtime/signal/signal.h \
 	runtime/transport/transport.c runtime/transport/transport.h \

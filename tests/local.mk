@@ -10,7 +10,7 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_admin tests/unit/test_context \
 	tests/unit/test_settings \
 	tests/unit/test_crc32c tests/unit/test_manifest tests/unit/test_catalog \
-	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_requeue \
+	tests/unit/test_ckpt_dir tests/unit/test_signal tests/unit/test_launch tests/unit/test_requeue \
 	tests/unit/test_coll tests/unit/test_ckpt_engine tests/unit/test_budget \
 	tests/unit/test_ckpt_regions \
 	tests/unit/test_gpu_binding tests/unit/test_gpu_path \
@@ -85,6 +85,10 @@ tests_unit_test_signal_SOURCES = tests/unit/test_signal.c
 tests_unit_test_signal_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_signal_LDADD = $(UNIT_LIBS)
 tests_unit_test_signal_LDFLAGS = $(UNIT_LINKFLAGS)
+tests_unit_test_launch_SOURCES = tests/unit/test_launch.c
+tests_unit_test_launch_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_launch_LDADD = $(UNIT_LIBS)
+tests_unit_test_launch_LDFLAGS = $(UNIT_LINKFLAGS)
 
 # Every entry of the settings table, a malformed value of each.
 tests_unit_test_settings_SOURCES = tests/unit/test_settings.c

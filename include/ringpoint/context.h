@@ -5,6 +5,7 @@
 #ifndef RINGPOINT_CONTEXT_H
 #define RINGPOINT_CONTEXT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <ringpoint/api.h>
 #include <ringpoint/status.h>
@@ -21,7 +22,9 @@ typedef struct rp_context *rp_context_h;
 
 /** Bits of @ref rp_init_params_t::field_mask. Never renumbered. */
 enum rp_init_field {
-    RP_INIT_FIELD_FLAGS = 1u << 0 /**< rp_init_params_t::flags is set. */
+    RP_INIT_FIELD_FLAGS = 1u << 0, /**< rp_init_params_t::flags is set. */
+    RP_INIT_FIELD_ERROR = 1u << 1  /**< rp_init_params_t::error and
+                                        error_len are set. */
 };
 
 /** Flags for @ref rp_init_params_t::flags. */
@@ -40,6 +43,12 @@ enum rp_init_flag {
 typedef struct rp_init_params {
     uint64_t field_mask; /**< Which fields are valid (enum rp_init_field). */
     uint64_t flags;      /**< enum rp_init_flag bits. */
+    /** Where a failing rp_init writes what went wrong: the first error it
+     *  logged, as one NUL-terminated line (also written to standard error
+     *  as always); an empty string when it succeeds. For a language binding
+     *  that turns the status into an exception carrying the reason. */
+    char *error;
+    size_t error_len;    /**< Bytes at @p error, with the NUL. */
 } rp_init_params_t;
 
 /** Bits of @ref rp_context_attr_t::field_mask. Never renumbered. */

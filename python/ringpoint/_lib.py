@@ -45,7 +45,8 @@ RP_NAME_MAX = 64
 
 
 class InitParams(ctypes.Structure):
-    _fields_ = [("field_mask", c_u64), ("flags", c_u64)]
+    _fields_ = [("field_mask", c_u64), ("flags", c_u64),
+                ("error", ctypes.c_char_p), ("error_len", c_size)]
 
 
 class ContextAttr(ctypes.Structure):

@@ -31,9 +31,16 @@ def init(single=False):
         if not single:  # a tool reading a checkpoint may start afresh
             _refuse_in_child("ringpoint.init")
         handle = _lib.ctx_t()
-        params = _lib.InitParams(1, 1) if single else None  # RP_INIT_FLAG_SINGLE
-        check(_lib.lib.rp_init(ctypes.byref(params) if params else None,
-                               ctypes.byref(handle)), "ringpoint.init")
+        # RP_INIT_FIELD_FLAGS | RP_INIT_FIELD_ERROR; RP_INIT_FLAG_SINGLE.
+        # The library writes why it failed into @error, so that the
+        # exception says what its own line on stderr says.
+        error = ctypes.create_string_buffer(1024)
+        params = _lib.InitParams(1 | 2, 1 if single else 0,
+                                 ctypes.cast(error, ctypes.c_char_p),
+                                 len(error))
+        status = _lib.lib.rp_init(ctypes.byref(params), ctypes.byref(handle))
+        reason = error.value.decode(errors="replace")
+        check(status, "ringpoint.init: " + reason if reason else "ringpoint.init")
         attr = _lib.ContextAttr()
         attr.field_mask = _ALL_FIELDS
         status = _lib.lib.rp_context_query(handle, ctypes.byref(attr))

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/launch.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -18,28 +19,36 @@ static bool rp_bootstrap_pmix_present(void)
     return getenv("PMIX_NAMESPACE") != NULL && getenv("PMIX_RANK") != NULL;
 }
 
-/*
- * Without PMIx, refuse to run as rank 0 of 1 when a launcher evidently
- * started several tasks: each would believe it is alone, and they would
- * overwrite one another's checkpoints. Returns the task count seen, or 1.
- */
-static long rp_bootstrap_launcher_tasks(const char **var_p)
+static const char *rp_bootstrap_getenv(const char *name)
 {
-    static const char *const vars[] = {
-        "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"
-    };
-    unsigned i;
+    return getenv(name);
+}
 
-    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *value = getenv(vars[i]);
-        long n = value != NULL ? strtol(value, NULL, 10) : 0;
+/*
+ * Without PMIx the process would be rank 0 of 1: refuse that when a
+ * launcher evidently started several tasks (each would believe it is
+ * alone, and they would overwrite one another's checkpoints), and when
+ * the process runs in a Slurm allocation of several tasks without srun
+ * (it would train alone for hours, unnoticed), unless the settings allow
+ * the latter on purpose (a small script beside the job's steps).
+ */
+static rp_status_t rp_bootstrap_check_alone(const rp__bootstrap_settings_t *set)
+{
+    rp__launch_t l;
+    char msg[512];
 
-        if (n > 1) {
-            *var_p = vars[i];
-            return n;
-        }
+    rp__launch_check(rp_bootstrap_getenv, &l);
+    if (l.verdict == RP_LAUNCH_ALONE) {
+        return RP_OK;
     }
-    return 1;
+    rp__launch_message(&l, msg, sizeof(msg));
+    if (l.verdict == RP_LAUNCH_OUTSIDE_STEP && set->allow_single) {
+        rp_info("bootstrap: RINGPOINT_ALLOW_SINGLE=1: running alone as rank "
+                "0 of 1 in Slurm job %s", l.job);
+        return RP_OK;
+    }
+    rp_error("bootstrap: %s", msg);
+    return RP_ERR_BOOTSTRAP;
 }
 
 rp_status_t rp__bootstrap_init(bool force_single,
@@ -66,15 +75,10 @@ rp_status_t rp__bootstrap_init(bool force_single,
         status = RP_ERR_NOT_SUPPORTED;
 #endif
     } else {
-        const char *var = NULL;
-        long ntasks = force_single ? 1 : rp_bootstrap_launcher_tasks(&var);
-
-        if (ntasks > 1) {
-            rp_error("bootstrap: %s=%ld but no PMIx server was found; start "
-                     "the tasks with 'srun --mpi=pmix' (or MpiDefault=pmix) "
-                     "or with a PMIx-enabled mpirun", var, ntasks);
-            status = RP_ERR_BOOTSTRAP;
-        } else {
+        status = force_single ? RP_OK
+                              : rp_bootstrap_check_alone(set != NULL ? set
+                                                                     : &defaults);
+        if (status == RP_OK) {
             status = rp__bootstrap_single_init(bs);
         }
     }

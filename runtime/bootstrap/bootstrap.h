@@ -61,17 +61,20 @@ struct rp_bootstrap {
 typedef struct rp__bootstrap_settings {
     uint64_t timeout_s; /* RINGPOINT_BOOTSTRAP_TIMEOUT, >= 1 */
     bool pmix_collect;  /* RINGPOINT_PMIX_COLLECT=1 */
+    bool allow_single;  /* RINGPOINT_ALLOW_SINGLE=1 (launch.h) */
 } rp__bootstrap_settings_t;
 
 /* The defaults (the settings table's), for callers without settings
  * (@set NULL below). */
 #define RP_BOOTSTRAP_TIMEOUT_DEFAULT_S 120
 #define RP_BOOTSTRAP_SETTINGS_DEFAULT \
-    {.timeout_s = RP_BOOTSTRAP_TIMEOUT_DEFAULT_S, .pmix_collect = false}
+    {.timeout_s = RP_BOOTSTRAP_TIMEOUT_DEFAULT_S, .pmix_collect = false, \
+     .allow_single = false}
 
 /*
  * Pick and start a bootstrap: PMIx when the environment shows a PMIx server
- * (unless @force_single), else a single process. A PMIx server that is
+ * (unless @force_single), else a single process, once launch.h's check
+ * finds that nothing meant this process to be one of several. A PMIx server that is
  * present but fails is an error, never a silent fallback: N processes each
  * believing they are rank 0 of 1 would overwrite one another's checkpoints.
  * @set: the settings; NULL for the defaults.

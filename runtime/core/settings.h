@@ -103,6 +103,7 @@ typedef struct rp_settings {
     int log_level;            /* rp_log_level_t (util/log.h) */
     uint64_t bootstrap_timeout_s;
     bool pmix_collect;        /* gather every address at the fence */
+    bool allow_single;        /* alone in an allocation of several tasks */
     uint64_t peer_timeout_s;  /* liveness pings; 0: off */
     bool ucx_peer_errmode;    /* peer error mode on the same host too */
 

@@ -118,6 +118,16 @@ static const rp_set_entry_t rp_set_table[] = {
      "1 gathers every rank's address into every node at the start-up "
      "fence; by default each rank fetches a peer's address when it first "
      "talks to it.", RP_SF_EMPTY_UNSET},
+    /* Off by default: a training script that the batch script started
+     * without srun would otherwise run as one rank for hours, and one
+     * process meant to run alone says so with a variable, or with
+     * RP_INIT_FLAG_SINGLE. */
+    {"RINGPOINT_ALLOW_SINGLE", RP_SK_WORD, RP_SF_BOOL, RP_F(allow_single), 0,
+     0, 0, 0, rp_w_01, 0, NULL, "0", "1 or 0",
+     "1 lets a process started without srun in a Slurm job of several "
+     "tasks (by the batch script itself, or in an salloc shell) run alone "
+     "as rank 0 of 1; by default rp_init() refuses, naming srun.",
+     RP_SF_EMPTY_UNSET},
     {"RINGPOINT_PEER_TIMEOUT", RP_SK_DURATION, RP_SF_U64,
      RP_F(peer_timeout_s), 0, 0, RP_DURATION_MAX_S, 0, NULL, 20, NULL, "20s",
      "a duration; 0 turns the check off",

@@ -8,8 +8,10 @@
 #include "util/log.h"
 #include "util/parse.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,9 +70,88 @@ static const char *rp_signal_label(int signo)
     return name != NULL ? name : "?";
 }
 
-static rp_status_t rp_signal_take(unsigned slot, int signo)
+/* The handler's function, whichever of the two members it was set by. */
+static void *rp_signal_fn(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) ? (void *)sa->sa_sigaction
+                                       : (void *)sa->sa_handler;
+}
+
+/* The basename of @path. */
+static const char *rp_signal_base(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash != NULL ? slash + 1 : path;
+}
+
+rp__signal_owner_t rp__signal_describe(const struct sigaction *old, char *buf,
+                                       size_t len)
+{
+    void *fn = rp_signal_fn(old);
+    const char *base;
+    Dl_info info;
+
+    memset(&info, 0, sizeof(info));
+    if (dladdr(fn, &info) == 0 || info.dli_fname == NULL ||
+        info.dli_fname[0] == '\0') {
+        snprintf(buf, len, "the application");
+        return RP_SIGNAL_OWNER_C;
+    }
+    base = rp_signal_base(info.dli_fname);
+    /* CPython's own C handler (static in the interpreter, or in
+     * libpython): what signal.signal() installs for a Python function. */
+    if (strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0) {
+        snprintf(buf, len, "a Python handler (set with signal.signal(); "
+                 "the interpreter is %s)", info.dli_fname);
+        return RP_SIGNAL_OWNER_PYTHON;
+    }
+    /* A name only when it is the function's own: dladdr gives the nearest
+     * exported symbol below, which for a static function is another's. */
+    if (info.dli_sname != NULL && info.dli_saddr == fn) {
+        snprintf(buf, len, "%s() in %s", info.dli_sname, info.dli_fname);
+    } else {
+        snprintf(buf, len, "a function in %s", info.dli_fname);
+    }
+    return RP_SIGNAL_OWNER_C;
+}
+
+/* Say who had @signo and what becomes of it: once per job (the rank that
+ * @report), the other ranks only in their debug log. A Python handler is
+ * the Python package's to report, since it chains it (checkpoint.py). */
+static void rp_signal_report_owner(int signo, const struct sigaction *old,
+                                   bool report)
+{
+    char who[512];
+    rp__signal_owner_t owner = rp__signal_describe(old, who, sizeof(who));
+    const char *name = rp_signal_label(signo);
+
+    if (owner == RP_SIGNAL_OWNER_PYTHON) {
+        rp_debug("SIG%s was handled by %s: ringpoint takes it over; "
+                 "ringpoint.torch.Checkpoint.step() puts that handler back, "
+                 "after ringpoint's record of the stop", name, who);
+        return;
+    }
+    if (!report) {
+        rp_debug("SIG%s was handled by %s; ringpoint takes it over (rank 0 "
+                 "says so)",
+                 name, who);
+        return;
+    }
+    rp_warn("SIG%s was handled by %s; ringpoint takes SIG%s over to "
+            "checkpoint before "
+            "stopping and does not call that handler: to keep it, install it "
+            "after the first rp_region_register() and call "
+            "rp_request_stop(SIG%s) from it%s", name, who, name, name,
+            signo == SIGTERM ? ""
+                             : ", or choose another warning signal with "
+                               "--ckpt-signal");
+}
+
+static rp_status_t rp_signal_take(unsigned slot, int signo, bool report)
 {
     struct sigaction sa;
+    const struct sigaction *old = &rp_signal_slots[slot].old;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = rp_signal_handler;
@@ -83,17 +164,10 @@ static rp_status_t rp_signal_take(unsigned slot, int signo)
                  strsignal(signo), strerror(errno));
         return RP_ERR_INVALID_ARG;
     }
-    if (rp_signal_slots[slot].old.sa_handler != SIG_DFL &&
-        rp_signal_slots[slot].old.sa_handler != SIG_IGN &&
-        rp_signal_slots[slot].old.sa_handler != rp_signal_handler) {
-        rp_warn("SIG%s already had a handler (%p); ringpoint takes it over to "
-                "checkpoint before stopping. Choose another signal with "
-                "--ckpt-signal if the application needs this one",
-                rp_signal_label(signo),
-                (void *)(rp_signal_slots[slot].old.sa_flags & SA_SIGINFO
-                             ? (void *)rp_signal_slots[slot].old.sa_sigaction
-                             : (void *)rp_signal_slots[slot].old.sa_handler));
-    } else if (rp_signal_slots[slot].old.sa_handler == SIG_IGN) {
+    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN &&
+        old->sa_handler != rp_signal_handler) {
+        rp_signal_report_owner(signo, old, report);
+    } else if (old->sa_handler == SIG_IGN) {
         /* Ignored signals stay unhandled by an exec'd child anyway; a job
          * that ignores SIGTERM still wants its checkpoint on preemption. */
         rp_debug("SIG%s was ignored; ringpoint now handles it",
@@ -105,17 +179,17 @@ static rp_status_t rp_signal_take(unsigned slot, int signo)
     return RP_OK;
 }
 
-rp_status_t rp__signal_install(int warn_signo)
+rp_status_t rp__signal_install(int warn_signo, bool report)
 {
     rp_status_t status;
 
     rp__signal_restore();
-    status = rp_signal_take(0, SIGTERM);
+    status = rp_signal_take(0, SIGTERM, report);
     if (status != RP_OK) {
         return status;
     }
     if (warn_signo != 0 && warn_signo != SIGTERM) {
-        status = rp_signal_take(1, warn_signo);
+        status = rp_signal_take(1, warn_signo, report);
         if (status != RP_OK) {
             rp__signal_restore();
             return status;

@@ -13,6 +13,7 @@
 #define RP_SIGNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ringpoint/status.h"
@@ -20,10 +21,27 @@
 /*
  * Install the handlers for SIGTERM and @warn_signo (0: none besides
  * SIGTERM). A signal that already has a handler is taken over, with a
- * warning naming it, so that it is never unclear who owns it (submitit
- * #1709). Process-wide; a second call replaces the first.
+ * warning naming its owner (never an address) and saying that it is no
+ * longer called, so that it is never unclear who owns the signal: from
+ * the process that @report (rank 0: once per job); the others write it to
+ * their debug log. A Python handler is left to the Python package to
+ * report, which puts it back behind ringpoint's record of the stop.
+ * Process-wide; a second call replaces the first.
  */
-rp_status_t rp__signal_install(int warn_signo);
+rp_status_t rp__signal_install(int warn_signo, bool report);
+
+typedef enum rp__signal_owner {
+    RP_SIGNAL_OWNER_C = 0,  /* a function of the program or a library */
+    RP_SIGNAL_OWNER_PYTHON  /* the interpreter's: a Python function */
+} rp__signal_owner_t;
+
+struct sigaction;
+
+/* Who installed the handler of @old, in words for a message (a function
+ * name and its object where dladdr knows them exactly, else the object),
+ * into @buf; and whether it is the Python interpreter's. */
+rp__signal_owner_t rp__signal_describe(const struct sigaction *old, char *buf,
+                                       size_t len);
 
 /* Put back the handlers found by rp__signal_install. */
 void rp__signal_restore(void);

@@ -15,6 +15,37 @@
 static int rp_log_threshold = -1; /* -1: not read from the environment yet */
 static int rp_log_rank      = -1;
 
+/* This thread's capture (rp__log_capture): where the first error goes. */
+static __thread struct {
+    char *buf;
+    size_t len;
+    int taken;
+} rp_log_cap;
+
+void rp__log_capture(char *buf, size_t len)
+{
+    rp_log_cap.buf = len > 0 ? buf : NULL;
+    rp_log_cap.len = len;
+    rp_log_cap.taken = 0;
+    if (rp_log_cap.buf != NULL) {
+        rp_log_cap.buf[0] = '\0';
+    }
+}
+
+/* The first error of a capture, without the prefix or the newline. */
+static void rp_log_keep(rp_log_level_t level, const char *msg, size_t n)
+{
+    if (level != RP_LOG_ERROR || rp_log_cap.buf == NULL || rp_log_cap.taken) {
+        return;
+    }
+    if (n >= rp_log_cap.len) {
+        n = rp_log_cap.len - 1;
+    }
+    memcpy(rp_log_cap.buf, msg, n);
+    rp_log_cap.buf[n] = '\0';
+    rp_log_cap.taken = 1;
+}
+
 static rp_log_level_t rp_log_parse_env(void)
 {
     static const char *const names[] = {"error", "warn", "info", "debug"};
@@ -55,7 +86,7 @@ void rp__vlog(rp_log_level_t level, const char *fmt, va_list ap)
 {
     static const char *const tags[] = {"error", "warning", "info", "debug"};
     char line[1024];
-    int n, m;
+    int n, m, prefix;
 
     if ((int)level > (int)rp__log_level()) {
         return;
@@ -69,6 +100,7 @@ void rp__vlog(rp_log_level_t level, const char *fmt, va_list ap)
     if (n < 0 || (size_t)n >= sizeof(line)) {
         return;
     }
+    prefix = n;
     m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     if (m < 0) {
         return;
@@ -78,6 +110,7 @@ void rp__vlog(rp_log_level_t level, const char *fmt, va_list ap)
     if ((size_t)n >= sizeof(line) - 1) {
         n = (int)sizeof(line) - 2;
     }
+    rp_log_keep(level, line + prefix, (size_t)(n - prefix));
     line[n++] = '\n';
     /* Best effort: there is nowhere to report a failed log write. */
     if (write(STDERR_FILENO, line, (size_t)n) < 0) {

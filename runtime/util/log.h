@@ -8,6 +8,7 @@
 #define RP_UTIL_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum rp_log_level {
     RP_LOG_ERROR = 0,
@@ -29,6 +30,12 @@ void rp__log_set_level(rp_log_level_t level);
 
 /* Set the rank shown in the prefix; -1 (the default) shows none. */
 void rp__log_set_rank(int rank);
+
+/* Keep, besides writing it, the first error this thread logs from now on
+ * in @buf (@len bytes, NUL-terminated, without the "ringpoint: error: "
+ * prefix), for a caller that hands it on (rp_init's error text); @buf is
+ * emptied now. A NULL @buf (or @len 0) ends the capture. */
+void rp__log_capture(char *buf, size_t len);
 
 void rp__log(rp_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

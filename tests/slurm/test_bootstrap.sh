@@ -131,6 +131,57 @@ test_srun_without_pmix_is_refused() {
     assert_contains "$out" "--mpi=pmix"
 }
 
+test_batch_script_without_srun_is_refused() {
+    local dir=$RP_CLUSTER_DIR/work/nosrun out part pydir
+    # The trap: sbatch -N2 -n3 whose script runs the program itself. It
+    # must fail at start naming srun, in C and in Python (the exception
+    # carries the text); on purpose it may run alone; under srun, at 3.
+    pydir=$(ls -d "$RP_PREFIX"/lib/python3*/*-packages 2>/dev/null | head -n 1)
+    export PYTHONPATH=${pydir}${PYTHONPATH:+:$PYTHONPATH}
+    mkdir -p "$dir"
+    cat >"$dir/job.sh" <<'SCRIPT'
+#!/bin/bash
+echo "== alone"
+ringpoint-info --rank 2>&1
+echo "== alone exit $?"
+echo "== python"
+/usr/bin/python3 -c '
+import ringpoint
+try:
+    ringpoint.init()
+except ringpoint.BootstrapError as exc:
+    print("raised:", exc)
+else:
+    print("ran at size", ringpoint.size())' 2>/dev/null
+echo "== allowed"
+RINGPOINT_ALLOW_SINGLE=1 ringpoint-info --rank 2>&1
+echo "== allowed exit $?"
+echo "== srun"
+srun --mpi=pmix ringpoint-info 2>&1
+echo "== srun exit $?"
+SCRIPT
+    rm -f "$dir/job.out"
+    sbatch --parsable --wait -N2 -n3 --chdir="$dir" -o "$dir/job.out" \
+        "$dir/job.sh" >/dev/null || true
+    out=$(cat "$dir/job.out")
+    echo "$out"
+    part() { echo "$out" | sed -n "/^== $1\$/,/^== $1 exit/p"; }
+    assert_contains "$(part alone)" "started without srun: Slurm job"
+    assert_contains "$(part alone)" "has 3 tasks on 2 nodes"
+    assert_contains "$(part alone)" "srun --mpi=pmix"
+    assert_contains "$(part alone)" "RINGPOINT_ALLOW_SINGLE=1"
+    assert_not_contains "$(part alone)" "rank=0"
+    assert_contains "$(part alone)" "== alone exit 1"
+    # Python: the reason is in the exception itself (stderr was dropped).
+    assert_contains "$out" "raised: ringpoint.init: bootstrap: this process was started without srun"
+    assert_not_contains "$out" "ran at size"
+    assert_contains "$(part allowed)" " size=1 "
+    assert_contains "$(part allowed)" "bootstrap=single"
+    assert_contains "$(part allowed)" "== allowed exit 0"
+    assert_contains "$(part srun)" "== srun exit 0"
+    check_ranks "$(part srun | grep '^rank=')" 3 2 "$(part srun | sed -n 's/.*ckpt_interval=\([0-9]*\).*/\1/p' | head -n 1)"
+}
+
 test_mpirun_4_ranks() {
     local out
     # Open MPI's mpirun provides PMIx itself; no Slurm involved.

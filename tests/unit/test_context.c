@@ -23,6 +23,11 @@ static int setup(void **state)
     unsetenv("SLURM_STEP_NUM_TASKS");
     unsetenv("OMPI_COMM_WORLD_SIZE");
     unsetenv("PMI_SIZE");
+    unsetenv("WORLD_SIZE");
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
+    unsetenv("SLURM_STEPID");
+    unsetenv("RINGPOINT_ALLOW_SINGLE");
     return 0;
 }
 
@@ -155,6 +160,50 @@ static void test_many_tasks_without_pmix_is_an_error(void **state)
     unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 
+static void test_batch_script_without_srun_is_refused(void **state)
+{
+    rp_init_params_t params = {.field_mask = RP_INIT_FIELD_FLAGS,
+                               .flags = RP_INIT_FLAG_SINGLE};
+    char why[512] = "stale";
+    rp_init_params_t with_error = {.field_mask = RP_INIT_FIELD_ERROR,
+                                   .error = why, .error_len = sizeof(why)};
+    rp_context_h ctx = NULL;
+
+    (void)state;
+    /* The batch script of sbatch -N2 -n3 runs the program itself. */
+    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("SLURM_NTASKS", "3", 1);
+    setenv("SLURM_JOB_NUM_NODES", "2", 1);
+    assert_int_equal(rp_init(NULL, &ctx), RP_ERR_BOOTSTRAP);
+    assert_null(ctx);
+    /* One process meant to run alone says so: a flag, or the setting. */
+    assert_int_equal(rp_init(&params, &ctx), RP_OK);
+    rp_finalize(ctx);
+    ctx = NULL;
+    setenv("RINGPOINT_ALLOW_SINGLE", "1", 1);
+    assert_int_equal(rp_init(NULL, &ctx), RP_OK);
+    rp_finalize(ctx);
+    ctx = NULL;
+    setenv("RINGPOINT_ALLOW_SINGLE", "0", 1);
+    /* The reason comes back to a caller that asks (Python's exception). */
+    assert_int_equal(rp_init(&with_error, &ctx), RP_ERR_BOOTSTRAP);
+    assert_non_null(strstr(why, "started without srun: Slurm job 4242 has 3 "
+                                "tasks on 2 nodes"));
+    assert_non_null(strstr(why, "srun --mpi=pmix"));
+    assert_null(strstr(why, "ringpoint: error:"));
+    /* A task of an srun step of one task is where it should be; the
+     * error text of a success is empty. */
+    setenv("SLURM_STEP_ID", "0", 1);
+    assert_int_equal(rp_init(&with_error, &ctx), RP_OK);
+    assert_string_equal(why, "");
+    rp_finalize(ctx);
+    unsetenv("RINGPOINT_ALLOW_SINGLE");
+    unsetenv("SLURM_STEP_ID");
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_NTASKS");
+    unsetenv("SLURM_JOB_NUM_NODES");
+}
+
 static void test_version(void **state)
 {
     (void)state;
@@ -170,6 +219,7 @@ int main(void)
         cmocka_unit_test_setup(test_malformed_setting_fails_init, setup),
         cmocka_unit_test_setup(test_force_single_ignores_pmix, setup),
         cmocka_unit_test_setup(test_many_tasks_without_pmix_is_an_error, setup),
+        cmocka_unit_test_setup(test_batch_script_without_srun_is_refused, setup),
         cmocka_unit_test(test_version),
     };
 

@@ -559,26 +559,41 @@ class Checkpoint:
     # ------------------------------------------------------------ signals
 
     def _watch_signals(self):
-        """A Python handler installed after ringpoint's own replaces it
-        (Lightning and many scripts set one): chain it, so the stop still
-        reaches ringpoint, and say so once."""
+        """A Python handler for a stop signal, whether installed before
+        ringpoint took the signal over (at the first registered state) or
+        after (replacing ringpoint's, silently): chain it, so that the stop
+        is recorded for the checkpoint first and the handler still runs,
+        and say so once per job (rank 0), naming the handler."""
         for signo in (signal.SIGTERM, _warning_signal()):
             if signo is None:
                 continue
             h = signal.getsignal(signo)
             if callable(h) and not getattr(h, "_ringpoint_chain", False):
                 signal.signal(signo, _chain(signo, h))
-                if rank() == 0 or not self._warned_signal:
+                name = _handler_name(h)
+                if rank() == 0 and (signo, name) not in _reported_handlers:
+                    _reported_handlers.add((signo, name))
                     warnings.warn(
-                        "ringpoint: a Python handler for %s (%s) was installed "
-                        "after ringpoint's: it would have replaced ringpoint's "
-                        "stop. ringpoint now runs first and then calls it; if "
-                        "it exits the process, no stop checkpoint is taken "
+                        "ringpoint: a Python handler for %s, %s(): ringpoint "
+                        "records the stop for its checkpoint, then calls it; "
+                        "if it ends the process, no stop checkpoint is taken "
                         "(let ringpoint.torch.Checkpoint.step() end the loop "
-                        "instead)" % (signal.Signals(signo).name,
-                                      getattr(h, "__qualname__", repr(h))),
+                        "instead)" % (signal.Signals(signo).name, name),
                         RuntimeWarning, stacklevel=3)
-                self._warned_signal = True
+
+
+# (signal, handler name) pairs already reported by this process: once per
+# job (rank 0 says it), and once however many Checkpoint objects see it.
+_reported_handlers = set()
+
+
+def _handler_name(h):
+    """module.qualname of a handler, as its author wrote it."""
+    qual = getattr(h, "__qualname__", None) or getattr(h, "__name__", None)
+    if qual is None:
+        return repr(h)
+    mod = getattr(h, "__module__", None)
+    return "%s.%s" % (mod, qual) if mod else qual
 
 
 def _warning_signal():

@@ -129,7 +129,9 @@ rp_status_t rp__ckpt_engine_get(struct rp_context *ctx,
     /* Stop signals are watched from the moment the application registers
      * state: before that it has nothing to save, and a program that never
      * checkpoints keeps the default action of SIGTERM. */
-    status = rp__signal_install(ctx->settings.ckpt_signal);
+    status = rp__signal_install(ctx->settings.ckpt_signal,
+                                ctx->bootstrap == NULL ||
+                                    ctx->bootstrap->rank == 0);
     if (status != RP_OK) {
         free(e);
         return status;
