@@ -18,6 +18,7 @@ import hashlib
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -94,6 +95,9 @@ def main():
     p.add_argument("--width", type=int, default=16)
     p.add_argument("--bucket-mb", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--step-sleep", type=float, default=0.0,
+                   help="seconds to sleep per step (a slower job)")
+    p.add_argument("--log-every", type=int, default=0, help="(no logging)")
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
@@ -132,6 +136,8 @@ def main():
             opt.step()
             sched.step()
             step += 1
+            if args.step_sleep:
+                time.sleep(args.step_sleep)
             if ckpt.step(step):
                 if rank == 0:
                     print("stopping at step %d: checkpoint committed" % step, flush=True)

@@ -26,6 +26,8 @@ mkdir -p "$RP_WORK"
 cp "$top/tests/python/ckpt_cases.py" "$CASES"
 export BOUNDS="$RP_WORK/state_dict_bounds.py"
 cp "$top/tests/python/state_dict_bounds.py" "$BOUNDS"
+export DDP="$RP_WORK/ddp_train.py"
+cp "$top/tests/python/ddp_train.py" "$DDP"
 RP_TEST_TIMEOUT=240
 # Batch jobs of the example on the cluster (tests/lib/jobs.sh).
 export STEPS=150
@@ -79,8 +81,8 @@ test_torch_cluster_stop_resume_same_digest() {
     assert_eq "$(digest_of "$out")" "$ref" "digest on the cluster"
 }
 
-preempted_job() { # preempted_job ASYNC: preempted by a high-priority job
-    local ref jid hid out name=torch-preempt-$1 TRAIN_ENV="RINGPOINT_CKPT_ASYNC=$1"
+preempted_job() { # preempted_job ASYNC [NAME ENV]: preempted by a high-priority job
+    local ref jid hid out name=${2:-torch-preempt-$1} TRAIN_ENV="RINGPOINT_CKPT_ASYNC=$1 ${3:-}"
     ref=$(reference)
     [ -n "$ref" ] || fail "no digest from the uninterrupted run"
     jid=$(submit "$name" --requeue -p low)
@@ -98,6 +100,25 @@ preempted_job() { # preempted_job ASYNC: preempted by a high-priority job
 }
 test_torch_preempted_requeued_same_digest_async() { preempted_job 1; }
 test_torch_preempted_requeued_same_digest_sync() { preempted_job 0; }
+
+# Results that do not depend on layout, 3 ranks on 2 nodes, preempted and
+# requeued. DDP with ringpoint's comm hook (tests/python/ddp_train.py):
+# DDP rebuilds its buckets after the first step in the order the gradients
+# arrived, so the resumed run reduces its first step with another bucket
+# layout than the uninterrupted run did at that step; the digest is the
+# same only because an allreduce's bits do not depend on where an element
+# lies in its buffer (before they did not: a different digest).
+test_torch_ddp_hook_preempted_requeued_same_digest() {
+    local TRAIN_CMD="/usr/bin/python3 $DDP" STEPS=120 TRAIN_DELAY="--step-sleep 0.05"
+    preempted_job 1 torch-ddp-preempt
+}
+# DistributedOptimizer: the uninterrupted run fuses its gradients in one
+# 4 MiB group (the default), the preempted and requeued job in 32 KiB
+# groups (RINGPOINT_FUSION_BYTES): other groupings, other offsets, the same
+# digest.
+test_torch_fusion_threshold_preempted_requeued_same_digest() {
+    preempted_job 1 torch-fusion-preempt RINGPOINT_FUSION_BYTES=32768
+}
 
 test_torch_corrupt_checkpoint_falls_back() {
     local ref dir out shard newest
