@@ -37,6 +37,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/eval.c runtime/coll/eval.h \
 	runtime/coll/allreduce_owners.c \
 	runtime/coll/allreduce_rd.c \
+	runtime/coll/allreduce_rh.c \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
 	runtime/coll/ring.h \

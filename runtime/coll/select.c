@@ -69,12 +69,15 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
     }
     if (algo == RP_COLL_ALGO_AUTO) {
         /* Below the threshold (rp__comm_create's, or the tuning table's)
-         * the ring's 2(n-1) latency-bound steps cost more than recursive
-         * doubling's extra bytes; so does a buffer too small to give every
-         * rank a block. */
+         * the bandwidth algorithms' latency-bound steps cost more than
+         * recursive doubling's extra bytes; so does a buffer too small to
+         * give every rank a block. Above it the owners' reduce-scatter,
+         * the ring's bandwidth at any rank count, while talking to every
+         * rank is affordable; recursive halving beyond. */
         algo = bytes <= c->rd_max_bytes || count < (size_t)c->size
                    ? RP_COLL_ALGO_RD
-                   : RP_COLL_ALGO_RING;
+               : c->size <= RP_OWNERS_MAX_RANKS ? RP_COLL_ALGO_RING
+                                                : RP_COLL_ALGO_RH;
     }
     if (c->hier != NULL && rp_hier_wants(c, bytes, dtype)) {
         /* Across nodes: within each, among one rank a node, back. */
@@ -94,6 +97,10 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
     }
     if (algo == RP_COLL_ALGO_RD) {
         return rp__allreduce_rd(c, sendbuf, recvbuf, count, dtype, op,
+                                half_wire);
+    }
+    if (algo == RP_COLL_ALGO_RH) {
+        return rp__allreduce_rh(c, sendbuf, recvbuf, count, dtype, op,
                                 half_wire);
     }
     return rp__allreduce_owners(c, sendbuf, recvbuf, count, dtype, op,

@@ -36,7 +36,8 @@
 typedef enum rp_coll_algo {
     RP_COLL_ALGO_AUTO = 0, /* by message size */
     RP_COLL_ALGO_RING = 1, /* reduce-scatter to owners + ring allgather */
-    RP_COLL_ALGO_RD   = 2  /* recursive doubling */
+    RP_COLL_ALGO_RD   = 2, /* recursive doubling */
+    RP_COLL_ALGO_RH   = 3  /* recursive halving, doubling back */
 } rp_coll_algo_t;
 
 /* Checkpoint engine defaults (RINGPOINT_CKPT_*). */

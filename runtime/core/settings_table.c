@@ -79,7 +79,7 @@ typedef struct rp_set_entry {
 
 static const rp_set_word_t rp_w_algo[] = {
     {"auto", RP_COLL_ALGO_AUTO}, {"ring", RP_COLL_ALGO_RING},
-    {"rd", RP_COLL_ALGO_RD}, {NULL, 0}};
+    {"rd", RP_COLL_ALGO_RD}, {"rh", RP_COLL_ALGO_RH}, {NULL, 0}};
 static const rp_set_word_t rp_w_auto01[] = {
     {"auto", -1}, {"1", 1}, {"0", 0}, {NULL, 0}};
 static const rp_set_word_t rp_w_01[] = {{"1", 1}, {"0", 0}, {NULL, 0}};
@@ -162,10 +162,11 @@ static const rp_set_entry_t rp_set_table[] = {
      "RP_ERR_PEER_FAILED or RP_ERR_TIMEOUT; waits on the GPU too.", 0},
     {"RINGPOINT_ALLREDUCE_ALGO", RP_SK_WORD, RP_SF_INT,
      RP_F(allreduce_algo), 0, 0, 0, 0, rp_w_algo, RP_COLL_ALGO_AUTO, NULL,
-     "auto", "auto, ring or rd",
+     "auto", "auto, ring, rd or rh",
      "The allreduce algorithm over the transport (rd: recursive doubling; "
-     "ring: each block reduced at its owner, then a ring allgather); it "
-     "changes the time, never the bits.", 0},
+     "ring: each block reduced at its owner, then a ring allgather, auto's "
+     "for large messages up to 64 ranks; rh: recursive halving, auto's "
+     "beyond); it changes the time, never the bits.", 0},
     {"RINGPOINT_ALLREDUCE_RD_MAX", RP_SK_UINT, RP_SF_U64,
      RP_F(rd_max_bytes), 0, 0, 1ull << 30, 0, NULL, -1, NULL,
      "8 KiB at 2 ranks, 64 KiB beyond, or the tuning table's",

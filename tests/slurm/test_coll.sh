@@ -53,6 +53,8 @@ test_coll_forced_algorithms() {
     a=$(RINGPOINT_ALLREDUCE_ALGO=ring srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$a" 3
     b=$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$b" 3
     assert_eq "$(hash_of "$a")" "$(hash_of "$b")" "hash with RINGPOINT_ALLREDUCE_ALGO=ring and rd"
+    b=$(RINGPOINT_ALLREDUCE_ALGO=rh srun --mpi=pmix -N2 -n3 "$CHECK" -q 2>&1); check_ok "$b" 3
+    assert_eq "$(hash_of "$a")" "$(hash_of "$b")" "hash with RINGPOINT_ALLREDUCE_ALGO=ring and rh"
     check_ok "$(RINGPOINT_ALLREDUCE_ALGO=rd srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
     check_ok "$(RINGPOINT_COLL_SEGMENT=64 srun --mpi=pmix -N2 -n4 "$CHECK" -q 2>&1)" 4
 }
@@ -197,7 +199,7 @@ test_coll_hierarchy() {
 
 # Bits independent of layout (coll_check_layout.c): at 3, 4 and 5 ranks,
 # on every path (the node's segment, single-copy reads, the transport's
-# two algorithms, the hierarchy on an aligned layout, small segments),
+# three algorithms, the hierarchy on an aligned layout, small segments),
 # every placement of the same elements (offsets, lengths, groupings, in
 # place, non-blocking) equals the expression evaluated one element at a
 # time; and every path gives one hash per world size.
@@ -219,6 +221,7 @@ test_coll_layout_independent() {
 1 RINGPOINT_COLL_SHM_MAX=16777216
 1 RINGPOINT_COLL_SHM=0 RINGPOINT_ALLREDUCE_ALGO=ring
 1 RINGPOINT_COLL_SHM=0 RINGPOINT_ALLREDUCE_ALGO=rd
+1 RINGPOINT_COLL_SHM=0 RINGPOINT_ALLREDUCE_ALGO=rh
 2 RINGPOINT_LOG_LEVEL=warn
 2 RINGPOINT_COLL_HIER=0 RINGPOINT_COLL_SEGMENT=4096
 PATHS
