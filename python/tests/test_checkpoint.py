@@ -300,3 +300,58 @@ def test_resume_checks_the_first_step_and_restores_the_scheduler(fresh):
             got += _run(opt, sched, n - 1, n)
             ck.step(n)
     assert got == want
+
+
+def _guide_loop(ckpt, model, opt, sched, sampler, loader, step, stop_at, total):
+    """The user guide's loop; returns at @stop_at after saving (a stop)."""
+    steps_per_epoch = sampler.num_samples // 4
+    while step < total:
+        sampler.set_epoch(step // steps_per_epoch)
+        for x in loader:
+            opt.zero_grad()
+            (model(x.float().unsqueeze(1)) ** 2).mean().backward()
+            opt.step()
+            sched.step()
+            step += 1
+            ckpt.step(step)
+            if step == stop_at:
+                ckpt.save(step)
+                return step
+            if step == total:
+                break
+    return step
+
+
+def test_guide_loop_with_torch_sampler_resumes_bitwise(fresh):
+    """The user guide's loop with torch's own DistributedSampler, stopped
+    mid-epoch and resumed, ends with the uninterrupted run's model."""
+    def make():
+        torch.manual_seed(1)
+        model = torch.nn.Linear(1, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        sched = lrs.OneCycleLR(opt, max_lr=0.05, total_steps=40)
+        sampler = torch.utils.data.DistributedSampler(torch.arange(30), num_replicas=1,
+                                                      rank=0, seed=5)
+        loader = torch.utils.data.DataLoader(torch.arange(30), batch_size=4,
+                                             sampler=sampler, drop_last=True)
+        ckpt = hvd.Checkpoint(model, opt, sched, sampler)
+        return ckpt, model, opt, sched, sampler, loader
+
+    parts = make()
+    assert _guide_loop(*parts, parts[0].restore(), None, 20) == 20
+    want = [t.clone() for t in parts[1].parameters()]
+    del parts
+    hvd.shutdown()                           # its regions go with it
+    hvd.init()
+
+    parts = make()
+    assert _guide_loop(*parts, parts[0].restore(), 10, 20) == 10   # 3 of epoch 1's 7
+    del parts
+    hvd.shutdown()
+    hvd.init()
+    parts = make()
+    start = parts[0].restore()
+    assert start == 10 and len(parts[4]) == 30 - 12
+    assert _guide_loop(*parts, start, None, 20) == 20
+    for a, b in zip(parts[1].parameters(), want):
+        assert torch.equal(a, b)
