@@ -229,11 +229,9 @@ def test_step_before_restore_is_refused():
 
 @pytest.fixture
 def fresh(tmp_path):
-    """A Checkpoint restored from an empty directory: restore() is 0 (a
-    directory per process: the runtime is restarted around the test)."""
-    if hvd.size() > 1:
-        pytest.skip("the checkpoint directory of this test is per process")
-    os.environ["RINGPOINT_CKPT_DIR"] = str(tmp_path)
+    """An empty checkpoint directory (rank 0's, for every rank) the
+    runtime is restarted with around the test."""
+    os.environ["RINGPOINT_CKPT_DIR"] = hvd.broadcast_object(str(tmp_path), 0)
     hvd.shutdown()
     hvd.init()
     try:
