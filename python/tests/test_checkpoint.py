@@ -179,6 +179,7 @@ def test_torch_sampler_is_accepted_and_resumes_mid_epoch():
     ("extra object", {"extra": {"a": object()}}, "keep plain numbers"),
     ("optimizer", {"optimizer": "model"}, "pass the optimizer you step"),
     ("step_every", {"step_every": 0}, "1 or more"),
+    ("step_every float", {"step_every": 1.5}, "an integer, 1 or more"),
 ])
 def test_mistakes_are_refused_at_construction_with_the_fix(what, kwargs, fix):
     model = torch.nn.Linear(3, 1)

@@ -331,11 +331,14 @@ class Checkpoint:
                  sampler=None, extra=None, rng=True, step_every=1):
         if not is_initialized():
             init()
-        every = _step_number(step_every, "__init__: step_every")
+        try:
+            every = operator.index(step_every)
+        except TypeError:
+            every = 0
         if every < 1:
             raise InvalidArgumentError(
-                "Checkpoint: step_every=%d; it is how many optimizer steps "
-                "apart the loop calls step(), 1 or more" % every)
+                "Checkpoint: step_every=%r; it is how many optimizer steps "
+                "apart the loop calls step(): an integer, 1 or more" % (step_every,))
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.sampler, self.extra = _resumable_sampler(sampler), extra
         self._rng = _RNG() if rng else None
