@@ -264,7 +264,7 @@ def test_step_every(fresh):
     assert ck.restore() == 0
     ck.step(4)
     ck.step(6)                               # at most 4 past the previous
-    _contract_error(ck, "step", 11, "expected 7 to 10 (step_every=4)")
+    _contract_error(ck, "step", 11, "expected 7 to 10 (step_every=4)", "jump of 5")
     _contract_error(ck, "step", 6, "repeat a step")
 
 

@@ -722,10 +722,12 @@ class Checkpoint:
                    "step (the loop's index instead of the steps done?)")
         elif n < last:
             why = "the count goes back by %d" % (last - n)
-        else:
+        elif every == 1:
             why = ("a jump: a run resumed from it would skip %d step(s). If the "
                    "loop calls step() only every k optimizer steps, say so with "
                    "Checkpoint(..., step_every=k)" % (n - last - 1))
+        else:
+            why = "a jump of %d, more than step_every" % (n - last)
         raise InvalidArgumentError(
             "Checkpoint.%s(%d) after %s at step %d: expected %s; %s. %s"
             % (call, n, self._last_call, last, want, why, _CONTRACT))
