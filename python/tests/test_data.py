@@ -1,12 +1,11 @@
 """ringpoint.torch.DistributedSampler: the same order as torch's, and a
 restored sampler continues mid-epoch with exactly the batches an
 uninterrupted one would have given (rank-local: no collectives)."""
-import warnings
-
 import pytest
 import torch
 import torch.utils.data
 
+import ringpoint
 import ringpoint.torch as hvd
 
 
@@ -87,15 +86,15 @@ def test_len_after_a_restore_into_another_epoch():
     assert len(s) == 35 == len(list(s)) and s.num_samples == 35
 
 
-def test_an_epoch_derived_from_the_shortened_len_is_warned_about():
-    """The trap of the new len(): steps per epoch taken from len() after a
-    restore give a wrong epoch; set_epoch() says so and names the fix."""
+def test_an_epoch_derived_from_the_shortened_len_is_refused():
+    """The trap of len() in a resumed epoch: steps per epoch taken from it
+    after a restore give a wrong epoch; set_epoch() refuses it, naming the
+    fix, instead of training on other data."""
     s = _sampler()
     s.load_state_dict({"epoch": 2, "consumed": 28, "seed": 7, "num_replicas": 3})
-    with pytest.warns(RuntimeWarning, match="sampler.num_samples"):
+    with pytest.raises(ringpoint.InvalidArgumentError, match="sampler.num_samples"):
         s.set_epoch(23 // (len(s) // 4))     # step 23 (2 * 8 + 7): epoch 23, not 2
-    for ok in (2, 3):
+    for ok in (2, 3):                        # going on, or the next epoch
         s.load_state_dict({"epoch": 2, "consumed": 28, "seed": 7, "num_replicas": 3})
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            s.set_epoch(ok)
+        s.set_epoch(ok)
+    s.set_epoch(7)                           # no restore pending: any epoch

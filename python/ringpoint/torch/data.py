@@ -17,15 +17,16 @@ len() is what an iteration yields, as for any torch sampler: the epoch a
 restore resumes holds only the samples not yet seen, len() says so (and
 with it the DataLoader's len()) until that iteration is done; every other
 epoch holds ``num_samples``, the whole rank's share. Derive the epoch
-from the step and ``num_samples``, not from len().
+from the step and ``num_samples``, not from len(): right after a restore,
+set_epoch() refuses any epoch but the restored one and the next.
 
 ringpoint.torch.Checkpoint also takes torch's own DistributedSampler: it
 makes that one (exactly that class, not a subclass) an instance of this
 one in place, so the DataLoader that holds it resumes as well.
 """
-import warnings
-
 import torch.utils.data
+
+from ringpoint._errors import InvalidArgumentError
 
 
 class DistributedSampler(torch.utils.data.DistributedSampler):
@@ -78,17 +79,19 @@ class DistributedSampler(torch.utils.data.DistributedSampler):
         if epoch != self.epoch:
             if self._skip and epoch not in (self.epoch, self.epoch + 1):
                 # Only the restored epoch (to go on in it) or the next (it
-                # was done) can follow a restore: another is an epoch
-                # number derived from len(), which a resumed epoch makes
-                # shorter.
-                warnings.warn(
-                    "ringpoint: DistributedSampler.set_epoch(%d) right after a "
-                    "restore to sample %d of epoch %d: %d samples of that epoch "
-                    "are left out. Derive the epoch from the step and "
-                    "sampler.num_samples (the whole epoch), not len(sampler) "
-                    "(what is left of a resumed epoch)"
-                    % (epoch, self._skip, self.epoch, len(self)),
-                    RuntimeWarning, stacklevel=2)
+                # was done) can follow a restore: another is most likely
+                # an epoch derived from len(), which a resumed epoch makes
+                # shorter, and would train on other data than the
+                # uninterrupted run did.
+                raise InvalidArgumentError(
+                    "DistributedSampler.set_epoch(%d) right after a restore to "
+                    "sample %d of epoch %d: the run would leave the %d samples "
+                    "left of that epoch out and go on with another. Derive the "
+                    "epoch from the step and sampler.num_samples (the whole "
+                    "epoch), not len(sampler) (what is left of a resumed "
+                    "epoch); to start afresh at another epoch, restore "
+                    "without the sampler (Checkpoint.restore(only=...))"
+                    % (epoch, self._skip, self.epoch, len(self)))
             self._skip = self._len_skip = 0
             self.consumed = 0
         super().set_epoch(epoch)
