@@ -9,7 +9,7 @@ RP_PY_SOURCES = python/ringpoint/__init__.py python/ringpoint/_coll.py \
 	python/ringpoint/_runtime.py
 RP_PY_TORCH_SOURCES = python/ringpoint/torch/__init__.py \
 	python/ringpoint/torch/checkpoint.py python/ringpoint/torch/data.py \
-	python/ringpoint/torch/export.py \
+	python/ringpoint/torch/_state.py python/ringpoint/torch/export.py \
 	python/ringpoint/torch/compression.py python/ringpoint/torch/ddp.py \
 	python/ringpoint/torch/functions.py python/ringpoint/torch/mpi_ops.py \
 	python/ringpoint/torch/optimizer.py

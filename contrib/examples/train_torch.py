@@ -150,7 +150,8 @@ def main():
               (size, nparams, args.batch))
         print("resumed from step %d" % start if start else "starting fresh", flush=True)
 
-    steps_per_epoch = len(sampler) // args.batch
+    # The whole epoch: len(sampler) is what is left of a resumed one.
+    steps_per_epoch = sampler.num_samples // args.batch
     step, t0, seen = start, time.time(), 0
     while step < args.steps:
         sampler.set_epoch(step // steps_per_epoch)

@@ -8,6 +8,11 @@
         if ckpt.step(step + 1):             # collective, cheap when nothing is due
             sys.exit(ringpoint.EXIT_STOPPED)
 
+The constructor checks what it is given (each part's kind, that its state
+can be stored, where its tensors live), so that a mistake is an error
+there, not at the first due checkpoint. step() checks the count it is
+given: the steps done, one more at each call (see Checkpoint.step).
+
 What is stored, as libringpoint regions (no copies, no pickle):
 - ``m/<key>``: each tensor of ``model.state_dict()``, replicated (striped
   across the ranks' shards, restorable on any world size);
@@ -27,6 +32,7 @@ re-registered at its new address, never read from the old one.
 import array
 import ctypes
 import json
+import operator
 import random
 import signal
 import struct
@@ -35,6 +41,7 @@ import warnings
 import torch
 
 from ringpoint import _lib
+from ringpoint.torch import _state
 from ringpoint._errors import (CorruptError, InvalidArgumentError,
                                NotFoundError, check)
 from ringpoint._runtime import context_handle, init, is_initialized, rank, size
@@ -222,6 +229,74 @@ def _jsonable(obj, what):
         "numbers, strings, lists and dicts there" % (what, type(obj).__name__))
 
 
+def _check_tensor(name, t):
+    if t.device.type != "cpu" and not t.is_cuda:
+        raise InvalidArgumentError(
+            "Checkpoint: %s is on %s; keep the state on the CPU or a CUDA "
+            "device" % (name, t.device))
+    if not t.is_contiguous():
+        raise InvalidArgumentError(
+            "Checkpoint: %s is not contiguous; its storage cannot be "
+            "registered without a copy (make it with .contiguous() where the "
+            "model or optimizer creates it)" % name)
+
+
+def _has_state(obj):
+    return (callable(getattr(obj, "state_dict", None)) and
+            callable(getattr(obj, "load_state_dict", None)))
+
+
+_SCHED_FIX = ("a scheduler's state may hold numbers, strings, lists, dicts, "
+              "its own methods, functions and callable objects (see "
+              "ringpoint.torch._state); keep anything else out of its __dict__")
+
+
+def _resumable_sampler(sampler):
+    """@sampler as Checkpoint keeps it: torch's DistributedSampler becomes
+    ours in place (same order; it then records its position); one without
+    state_dict()/load_state_dict() is refused with the fix."""
+    from ringpoint.torch.data import DistributedSampler
+    if sampler is None or isinstance(sampler, DistributedSampler):
+        return sampler
+    if type(sampler) is torch.utils.data.DistributedSampler:
+        return DistributedSampler._adopt(sampler)
+    if _has_state(sampler):
+        return sampler
+    if isinstance(sampler, torch.utils.data.DistributedSampler):
+        raise InvalidArgumentError(
+            "Checkpoint: sampler= is a %s, a subclass of "
+            "torch.utils.data.DistributedSampler without state_dict() and "
+            "load_state_dict(), so a resumed run would start its epoch again; "
+            "derive it from ringpoint.torch.DistributedSampler instead (the "
+            "same arguments and order of samples, and it records its position "
+            "in the epoch)" % type(sampler).__name__)
+    raise InvalidArgumentError(
+        "Checkpoint: sampler= is a %s, which has no state_dict() and "
+        "load_state_dict(), so a resumed run could not continue where this "
+        "one stopped; use ringpoint.torch.DistributedSampler(dataset, "
+        "shuffle=..., seed=...) (torch's DistributedSampler's arguments; "
+        "num_replicas and rank come from ringpoint) and give it to the "
+        "DataLoader, or give your sampler both methods" % type(sampler).__name__)
+
+
+def _step_number(step, call):
+    try:
+        return operator.index(step)
+    except TypeError:
+        pass
+    if isinstance(step, torch.Tensor) and step.numel() == 1 and \
+            not step.is_floating_point():
+        return int(step.item())
+    raise InvalidArgumentError(
+        "Checkpoint.%s(%r): the step must be an integer, the number of "
+        "optimizer steps done" % (call, step))
+
+
+_CONTRACT = ("Checkpoint.step(n) takes n = the number of optimizer steps done, "
+             "counting the one just finished: start = ckpt.restore(), then "
+             "for i in range(start, total): train one step; ckpt.step(i + 1)")
+
+
 def _like(template, value):
     """JSON's lists back to the tuples the template had."""
     if isinstance(template, tuple) and isinstance(value, list):
@@ -237,25 +312,101 @@ class Checkpoint:
     @scheduler, @sampler, @extra: anything with state_dict() /
     load_state_dict() whose state is plain data (numbers, strings, lists,
     dicts), or for @extra a dict (updated in place on restore).
+    @scheduler: any torch.optim.lr_scheduler scheduler: its methods are
+    stored by name, functions (LambdaLR's lambdas, a CyclicLR scale_fn)
+    are the ones the script makes again (see ringpoint.torch._state).
     @sampler: ringpoint.torch.DistributedSampler resumes at the exact
-    sample (see ringpoint.torch.data).
+    sample (see ringpoint.torch.data); torch's DistributedSampler is made
+    one in place.
     @rng: store this rank's torch / NumPy / random states (default True).
+    @step_every: the loop calls step() every this many optimizer steps
+    (default 1): each call's count is then at most this far past the
+    previous one instead of exactly one past it.
+
+    Each part is checked here (its kind, that its state can be stored,
+    where its tensors live): InvalidArgumentError names what to change.
     """
 
     def __init__(self, model=None, optimizer=None, scheduler=None,
-                 sampler=None, extra=None, rng=True):
+                 sampler=None, extra=None, rng=True, step_every=1):
         if not is_initialized():
             init()
+        try:
+            every = operator.index(step_every)
+        except TypeError:
+            every = 0
+        if every < 1:
+            raise InvalidArgumentError(
+                "Checkpoint: step_every=%r; it is how many optimizer steps "
+                "apart the loop calls step(): an integer, 1 or more" % (step_every,))
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
-        self.sampler, self.extra = sampler, extra
+        self.sampler, self.extra = _resumable_sampler(sampler), extra
         self._rng = _RNG() if rng else None
         self._meta = _Meta()
         self._regions = {}          # name -> _Region, as libringpoint has it
         self._restored = False
         self._step = 0
+        self._every = every
+        self._last_step = None      # restore()'s count, then each step()'s
+        self._last_call = None      # which call set it, for the messages
         self._sigterm = None
         self._warned_signal = False
         self.last = None            # the last rp_step's result
+        self._check_parts()
+
+    def _check_parts(self):
+        """What would otherwise fail at the first due checkpoint, checked
+        now: each part's kind, that its state converts to what the
+        checkpoint stores, and where its tensors live."""
+        if self.model is not None and not callable(getattr(self.model, "state_dict", None)):
+            raise InvalidArgumentError(
+                "Checkpoint: model= is a %s, which has no state_dict(); pass the "
+                "torch.nn.Module (or its DistributedDataParallel wrapper)"
+                % type(self.model).__name__)
+        if self.optimizer is not None and not (
+                isinstance(getattr(self.optimizer, "param_groups", None), list) and
+                isinstance(getattr(self.optimizer, "state", None), dict)):
+            raise InvalidArgumentError(
+                "Checkpoint: optimizer= is a %s, not a torch.optim.Optimizer; "
+                "pass the optimizer you step (the one DistributedOptimizer "
+                "returned)" % type(self.optimizer).__name__)
+        if self.scheduler is not None:
+            if not _has_state(self.scheduler):
+                raise InvalidArgumentError(
+                    "Checkpoint: scheduler= is a %s, which has no state_dict() "
+                    "and load_state_dict(); pass a torch.optim.lr_scheduler "
+                    "scheduler, or an object with both" % type(self.scheduler).__name__)
+            self._check_scheduler_optimizer()
+        if self.extra is not None and not (isinstance(self.extra, dict) or
+                                           _has_state(self.extra)):
+            raise InvalidArgumentError(
+                "Checkpoint: extra= is a %s; pass a dict of plain data, or an "
+                "object with state_dict() and load_state_dict()"
+                % type(self.extra).__name__)
+        model_state = self.model.state_dict() if self.model is not None else None
+        self._meta_state(model_state)
+        for name, (_, t) in self._wanted(with_meta=False, model_state=model_state).items():
+            _check_tensor(name, t)
+
+    def _check_scheduler_optimizer(self):
+        """A scheduler made on another optimizer (the one before
+        DistributedOptimizer wrapped it shares its param_groups, and is
+        fine) sets learning rates that the optimizer given never uses."""
+        theirs = getattr(self.scheduler, "optimizer", None)
+        if self.optimizer is None or theirs is None or theirs is self.optimizer:
+            return
+        groups = getattr(theirs, "param_groups", None)
+        if not isinstance(groups, list):
+            return
+        ours = [id(g) for g in self.optimizer.param_groups]
+        if not any(id(g) in ours for g in groups):
+            raise InvalidArgumentError(
+                "Checkpoint: the scheduler (%s) was made on another optimizer "
+                "than optimizer=, and they share no param_groups: its learning "
+                "rates never reach the optimizer that is stepped. Make the "
+                "scheduler on the optimizer you pass (the one "
+                "DistributedOptimizer returned): %s(opt, ...)"
+                % (type(self.scheduler).__name__, type(self.scheduler).__name__))
 
     # ------------------------------------------------------------ the table
 
@@ -327,12 +478,7 @@ class Checkpoint:
                   "Checkpoint: unregister %s" % name)
             del self._regions[name]
         for name, (kind, t) in want.items():
-            if t.device.type != "cpu" and not t.is_cuda:
-                raise InvalidArgumentError("Checkpoint: %s is on %s" % (name, t.device))
-            if not t.is_contiguous():
-                raise InvalidArgumentError(
-                    "Checkpoint: %s is not contiguous; its storage cannot be "
-                    "registered without a copy" % name)
+            _check_tensor(name, t)
             addr, nbytes = t.data_ptr(), _bytes_of(t)
             r = self._regions.get(name)
             if r is None:
@@ -371,17 +517,18 @@ class Checkpoint:
                             scalars["%d/%s" % (i, key)] = {
                                 "value": _jsonable(v, "optimizer state")}
             meta["optimizer"] = {"param_groups": groups, "scalars": scalars}
-        for part in ("scheduler", "sampler"):
-            obj = getattr(self, part)
-            if obj is not None:
-                meta[part] = _jsonable(obj.state_dict(), part)
+        if self.scheduler is not None:
+            meta["scheduler"] = _state.encode(self.scheduler.state_dict(),
+                                              "scheduler", _SCHED_FIX)
+        if self.sampler is not None:
+            meta["sampler"] = _jsonable(self.sampler.state_dict(), "sampler")
         if self.extra is not None:
             state = self.extra.state_dict() if hasattr(self.extra, "state_dict") \
                 else self.extra
             meta["extra"] = _jsonable(state, "extra")
         return meta
 
-    def _apply_meta(self, meta, parts):
+    def _apply_meta(self, meta, parts, where):
         if self.optimizer is not None and "optimizer" in parts and "optimizer" in meta:
             om = meta["optimizer"]
             for g, saved in zip(self.optimizer.param_groups, om["param_groups"]):
@@ -395,10 +542,11 @@ class Checkpoint:
                     st[key] = torch.tensor(s["value"], dtype=getattr(torch, s["tensor"]))
                 else:
                     st[key] = s["value"]
-        for part in ("scheduler", "sampler"):
-            obj = getattr(self, part)
-            if obj is not None and part in parts and part in meta:
-                obj.load_state_dict(meta[part])
+        if self.scheduler is not None and "scheduler" in parts and "scheduler" in meta:
+            self.scheduler.load_state_dict(_state.revive(
+                self.scheduler.state_dict(), meta["scheduler"], where))
+        if self.sampler is not None and "sampler" in parts and "sampler" in meta:
+            self.sampler.load_state_dict(meta["sampler"])
         if self.extra is not None and "extra" in parts and "extra" in meta:
             if hasattr(self.extra, "load_state_dict"):
                 self.extra.load_state_dict(meta["extra"])
@@ -429,6 +577,7 @@ class Checkpoint:
             status = lib.rp_ckpt_find(ctx, before, ctypes.byref(desc))
             if status == NotFoundError.status:
                 self._restored = True
+                self._last_step, self._last_call = 0, "restore() (no checkpoint)"
                 return 0
             check(status, "Checkpoint.restore")
             try:
@@ -450,7 +599,7 @@ class Checkpoint:
             check(status, "Checkpoint.restore")
             break
         meta = self._meta.get(where)
-        self._apply_meta(meta, parts)
+        self._apply_meta(meta, parts, where)
         if self._rng is not None and "rp/rng" in names:
             self._rng.apply()
         elif self._rng is not None and "rng" in parts and rank() == 0:
@@ -459,6 +608,7 @@ class Checkpoint:
                           "were not restored" % (step, meta.get("world_size", -1), size()))
         self._step = int(meta.get("step", step))
         self._restored = True
+        self._last_step, self._last_call = self._step, "restore()"
         return self._step
 
     def _plan(self, table, parts, same_size, where):
@@ -527,19 +677,60 @@ class Checkpoint:
     # ------------------------------------------------------------ step
 
     def step(self, step):
-        """The safe point, after the optimizer's step @step (collective;
-        every rank, every step). Takes the periodic checkpoint when due and
-        returns True once a stop was asked for (SIGTERM, the warning signal)
-        and its checkpoint is committed: leave the loop and exit with
-        ringpoint.EXIT_STOPPED."""
-        self._step = int(step)
+        """The safe point, after the optimizer's (and the scheduler's)
+        step (collective; every rank, every step). @step: the number of
+        optimizer steps done, counting the one just finished: restore()'s
+        count + 1 at the first call, one more at each call after (at most
+        step_every more with Checkpoint(step_every=k)); anything else is
+        InvalidArgumentError, before the collective. Takes the periodic
+        checkpoint when due and returns True once a stop was asked for
+        (SIGTERM, the warning signal) and its checkpoint is committed:
+        leave the loop and exit with ringpoint.EXIT_STOPPED."""
+        n = self._check_step(_step_number(step, "step"), "step")
+        self._step = n
         self._prepare()
         self._watch_signals()
         result = _lib.StepResult()
         check(lib.rp_step(context_handle("Checkpoint.step"), self._step,
                           ctypes.byref(result)), "Checkpoint.step")
+        self._last_step, self._last_call = n, "the previous step()"
         self.last = result
         return bool(result.stop)
+
+    def _check_step(self, n, call):
+        """@n if it continues the count (see step()); else the error that
+        says what the count must be."""
+        last, every = self._last_step, self._every
+        if last is None:
+            if call == "save":
+                return n          # a checkpoint taken outside a loop
+            raise InvalidArgumentError(
+                "Checkpoint.step(%d) before Checkpoint.restore(): call start = "
+                "ckpt.restore() once before the loop (it returns 0 on a fresh "
+                "start) and count from there; without it a requeued run starts "
+                "again at step 0. %s" % (n, _CONTRACT))
+        if last < n <= last + every:
+            return n
+        if call == "save" and n == last:
+            return n              # a checkpoint of the state step() just saw
+        if every == 1:
+            want = "%d" % (last + 1)
+        else:
+            want = "%d to %d (step_every=%d)" % (last + 1, last + every, every)
+        if n == last:
+            why = ("the same count again, so a resumed run would repeat a "
+                   "step (the loop's index instead of the steps done?)")
+        elif n < last:
+            why = "the count goes back by %d" % (last - n)
+        elif every == 1:
+            why = ("a jump: a run resumed from it would skip %d step(s). If the "
+                   "loop calls step() only every k optimizer steps, say so with "
+                   "Checkpoint(..., step_every=k)" % (n - last - 1))
+        else:
+            why = "a jump of %d, more than step_every" % (n - last)
+        raise InvalidArgumentError(
+            "Checkpoint.%s(%d) after %s at step %d: expected %s; %s. %s"
+            % (call, n, self._last_call, last, want, why, _CONTRACT))
 
     def _prepare(self):
         """Bring the regions up to date: meta, RNG states, the table."""
@@ -550,11 +741,16 @@ class Checkpoint:
         self._sync(self._wanted(model_state=model_state))
 
     def save(self, step):
-        """Take a checkpoint of @step now and wait until it is committed."""
-        self._step = int(step)
+        """Take a checkpoint of @step now and wait until it is committed.
+        @step as for step(), or the count the last step() had (the same
+        state, e.g. after the loop)."""
+        n = self._check_step(_step_number(step, "save"), "save")
+        self._step = n
         self._prepare()
         check(lib.rp_checkpoint(context_handle("Checkpoint.save"), self._step),
               "Checkpoint.save")
+        if self._last_step is not None:
+            self._last_step, self._last_call = n, "save()"
 
     # ------------------------------------------------------------ signals
 
