@@ -35,6 +35,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/comm_create.c runtime/coll/comm_create.h \
 	runtime/coll/algo.h \
 	runtime/coll/eval.c runtime/coll/eval.h \
+	runtime/coll/allreduce_ring.c \
 	runtime/coll/allreduce_owners.c \
 	runtime/coll/allreduce_rd.c \
 	runtime/coll/allreduce_rh.c \

@@ -18,6 +18,10 @@
 /* Allreduce. @half_wire: float16/bfloat16 results rounded at every
  * operation (wire compression), instead of combined in float32 and rounded
  * once. */
+/* The pipelined ring between two ranks (allreduce_ring.c); c->size == 2. */
+rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype,
+                               rp_op_t op, bool half_wire);
 /* Each block reduced by its owner, then the ring's allgather
  * (allreduce_owners.c). */
 rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,

@@ -103,6 +103,11 @@ rp_status_t rp__comm_allreduce_wire(rp_comm_t *c, const void *sendbuf,
         return rp__allreduce_rh(c, sendbuf, recvbuf, count, dtype, op,
                                 half_wire);
     }
+    if (c->size == 2) {
+        /* The ring: the same bytes and bits, its phases overlapped. */
+        return rp__allreduce_ring(c, sendbuf, recvbuf, count, dtype, op,
+                                  half_wire);
+    }
     return rp__allreduce_owners(c, sendbuf, recvbuf, count, dtype, op,
                                 half_wire);
 }

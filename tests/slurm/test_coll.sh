@@ -197,7 +197,7 @@ test_coll_hierarchy() {
     assert_contains "$out" "RINGPOINT_COLL_HIER='yes': expected auto"
 }
 
-# Bits independent of layout (coll_check_layout.c): at 3, 4 and 5 ranks,
+# Bits independent of layout (coll_check_layout.c): at 2, 3, 4 and 5 ranks,
 # on every path (the node's segment, single-copy reads, the transport's
 # three algorithms, the hierarchy on an aligned layout, small segments),
 # every placement of the same elements (offsets, lengths, groupings, in
@@ -205,7 +205,7 @@ test_coll_hierarchy() {
 # time; and every path gives one hash per world size.
 test_coll_layout_independent() {
     local n nodes env out h ref
-    for n in 3 4 5; do
+    for n in 2 3 4 5; do
         ref=
         while read -r nodes env; do
             out=$(env $env srun --mpi=pmix -N"$nodes" -n"$n" --overcommit "$CHECK" -l 2>&1 </dev/null)
