@@ -25,28 +25,6 @@
 #define RP_RD_PRE  0
 #define RP_RD_POST 0xFFFF
 
-/* Send @sbuf to @peer while receiving @rlen bytes from it into @rbuf. */
-static rp_status_t rp_exchange(rp_comm_t *c, rp_treq_t *reqs, int peer,
-                               size_t index, const void *sbuf, size_t slen,
-                               void *rbuf, size_t rlen)
-{
-    rp_status_t status;
-
-    if (rbuf != NULL) {
-        status = rp__comm_irecv(c, peer, index, rbuf, rlen, &reqs[1]);
-        if (status != RP_OK) {
-            return status;
-        }
-    }
-    if (sbuf != NULL) {
-        status = rp__comm_isend(c, peer, index, sbuf, slen, &reqs[0]);
-        if (status != RP_OK) {
-            return status;
-        }
-    }
-    return rp__comm_wait_all(c, reqs, 2);
-}
-
 rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
                              size_t count, rp_dtype_t dtype, rp_op_t op,
                              bool half_wire)
@@ -88,15 +66,17 @@ rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
 
     if (r >= p2) {
         /* An extra rank: its partner does the work. */
-        status = rp_exchange(c, reqs, r - p2, RP_RD_PRE, acc, wbytes, NULL, 0);
+        status = rp__comm_exchange(c, reqs, r - p2, RP_RD_PRE, acc, wbytes,
+                                   NULL, 0);
         if (status == RP_OK) {
-            status = rp_exchange(c, reqs, r - p2, RP_RD_POST, NULL, 0,
-                                 recvbuf, count * es);
+            status = rp__comm_exchange(c, reqs, r - p2, RP_RD_POST, NULL, 0,
+                                       recvbuf, count * es);
         }
         goto out;
     }
     if (r < rem) {
-        status = rp_exchange(c, reqs, r + p2, RP_RD_PRE, NULL, 0, tmp, wbytes);
+        status = rp__comm_exchange(c, reqs, r + p2, RP_RD_PRE, NULL, 0, tmp,
+                                   wbytes);
         if (status != RP_OK) {
             goto out;
         }
@@ -105,8 +85,8 @@ rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
     for (int mask = 1, k = 1; mask < p2; mask <<= 1, k++) {
         int partner = r ^ mask;
 
-        status = rp_exchange(c, reqs, partner, (size_t)k, acc, wbytes, tmp,
-                             wbytes);
+        status = rp__comm_exchange(c, reqs, partner, (size_t)k, acc, wbytes,
+                                   tmp, wbytes);
         if (status != RP_OK) {
             goto out;
         }
@@ -123,8 +103,8 @@ rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
         rp__half_narrow(dtype, recvbuf, (const float *)acc, count);
     }
     if (r < rem) {
-        status = rp_exchange(c, reqs, r + p2, RP_RD_POST, recvbuf, count * es,
-                             NULL, 0);
+        status = rp__comm_exchange(c, reqs, r + p2, RP_RD_POST, recvbuf,
+                                   count * es, NULL, 0);
     }
 
 out:

@@ -36,27 +36,6 @@
 #define RP_RH_BACK 32
 #define RP_RH_POST 0xFFFF
 
-static rp_status_t rp_rh_exchange(rp_comm_t *c, rp_treq_t *reqs, int peer,
-                                  size_t index, const void *sbuf, size_t slen,
-                                  void *rbuf, size_t rlen)
-{
-    rp_status_t status;
-
-    if (rlen > 0) {
-        status = rp__comm_irecv(c, peer, index, rbuf, rlen, &reqs[1]);
-        if (status != RP_OK) {
-            return status;
-        }
-    }
-    if (slen > 0) {
-        status = rp__comm_isend(c, peer, index, sbuf, slen, &reqs[0]);
-        if (status != RP_OK) {
-            return status;
-        }
-    }
-    return rp__comm_wait_all(c, reqs, 2);
-}
-
 /* The range [lo, hi) rank @r keeps after the halving stages below @upto,
  * and, per stage, the half it gave away, by splitting at the middle and
  * keeping the lower half when its bit is 0. */
@@ -120,17 +99,17 @@ rp_status_t rp__allreduce_rh(rp_comm_t *c, const void *sendbuf, void *recvbuf,
 
     if (r >= p2) {
         /* An extra rank: its partner does the work. */
-        status = rp_rh_exchange(c, reqs, r - p2, RP_RH_PRE, acc, count * wes,
-                                NULL, 0);
+        status = rp__comm_exchange(c, reqs, r - p2, RP_RH_PRE, acc, count * wes,
+                                   NULL, 0);
         if (status == RP_OK) {
-            status = rp_rh_exchange(c, reqs, r - p2, RP_RH_POST, NULL, 0,
-                                    out, count * es);
+            status = rp__comm_exchange(c, reqs, r - p2, RP_RH_POST, NULL, 0,
+                                       out, count * es);
         }
         goto out;
     }
     if (r < rem) {
-        status = rp_rh_exchange(c, reqs, r + p2, RP_RH_PRE, NULL, 0, tmp,
-                                count * wes);
+        status = rp__comm_exchange(c, reqs, r + p2, RP_RH_PRE, NULL, 0, tmp,
+                                   count * wes);
         if (status != RP_OK) {
             goto out;
         }
@@ -146,10 +125,10 @@ rp_status_t rp__allreduce_rh(rp_comm_t *c, const void *sendbuf, void *recvbuf,
         const size_t klo = r & mask ? mid : lo, khi = r & mask ? hi : mid;
         const size_t glo = r & mask ? lo : mid, ghi = r & mask ? mid : hi;
 
-        status = rp_rh_exchange(c, reqs, partner,
-                                RP_RH_HALF + (size_t)stages,
-                                acc + glo * wes, (ghi - glo) * wes, tmp,
-                                (khi - klo) * wes);
+        status = rp__comm_exchange(c, reqs, partner,
+                                   RP_RH_HALF + (size_t)stages,
+                                   acc + glo * wes, (ghi - glo) * wes, tmp,
+                                   (khi - klo) * wes);
         if (status != RP_OK) {
             goto out;
         }
@@ -180,17 +159,17 @@ rp_status_t rp__allreduce_rh(rp_comm_t *c, const void *sendbuf, void *recvbuf,
         stages--;
         rp_rh_range(count, partner, mask << 1, &plo, &phi);
         rp_rh_range(count, r, mask << 1, &lo, &hi);
-        status = rp_rh_exchange(c, reqs, partner,
-                                RP_RH_BACK + (size_t)stages,
-                                out + lo * es, (hi - lo) * es, out + plo * es,
-                                (phi - plo) * es);
+        status = rp__comm_exchange(c, reqs, partner,
+                                   RP_RH_BACK + (size_t)stages,
+                                   out + lo * es, (hi - lo) * es,
+                                   out + plo * es, (phi - plo) * es);
         if (status != RP_OK) {
             goto out;
         }
     }
     if (r < rem) {
-        status = rp_rh_exchange(c, reqs, r + p2, RP_RH_POST, out, count * es,
-                                NULL, 0);
+        status = rp__comm_exchange(c, reqs, r + p2, RP_RH_POST, out, count * es,
+                                   NULL, 0);
     }
 
 out:

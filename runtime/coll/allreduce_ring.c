@@ -141,7 +141,8 @@ rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
     const rp_dtype_t wtype = half ? RP_DTYPE_FLOAT32 : dtype;
     const size_t wes = rp_dtype_size(wtype);
     rp_ar_t a = {
-        .n = c->size, .own_first = c->rank == 0, .in = sendbuf, .out = recvbuf, .work = recvbuf,
+        .n = c->size, .own_first = c->rank == 0, .in = sendbuf,
+        .out = recvbuf, .work = recvbuf,
         .es = rp_dtype_size(dtype), .wes = wes,
         .nslots = (size_t)c->window + 1,
         .seg = c->seg_bytes / wes > 0 ? c->seg_bytes / wes : 1,

@@ -296,3 +296,25 @@ void rp__comm_abandon(rp_comm_t *c)
         }
     }
 }
+
+rp_status_t rp__comm_exchange(rp_comm_t *c, rp_treq_t *reqs, int peer,
+                              size_t index, const void *sbuf, size_t slen,
+                              void *rbuf, size_t rlen)
+{
+    rp_status_t status;
+
+    /* The receive first: the partner's message may already be coming. */
+    if (rlen > 0) {
+        status = rp__comm_irecv(c, peer, index, rbuf, rlen, &reqs[1]);
+        if (status != RP_OK) {
+            return status;
+        }
+    }
+    if (slen > 0) {
+        status = rp__comm_isend(c, peer, index, sbuf, slen, &reqs[0]);
+        if (status != RP_OK) {
+            return status;
+        }
+    }
+    return rp__comm_wait_all(c, reqs, 2);
+}

@@ -183,6 +183,13 @@ rp_status_t rp__comm_timed_out(rp_comm_t *c, int peer);
 /* Wait for every request in @reqs[0..n). */
 rp_status_t rp__comm_wait_all(rp_comm_t *c, rp_treq_t *reqs, size_t n);
 
+/* Send @slen bytes of @sbuf to @peer while receiving @rlen bytes from it
+ * into @rbuf (either length may be 0: that half is skipped), message
+ * @index, and wait for both; @reqs: two requests of the pool. */
+rp_status_t rp__comm_exchange(rp_comm_t *c, rp_treq_t *reqs, int peer,
+                              size_t index, const void *sbuf, size_t slen,
+                              void *rbuf, size_t rlen);
+
 /* After an error inside a collective: cancel the pool's requests still in
  * flight. The communicator is already broken. */
 void rp__comm_abandon(rp_comm_t *c);
