@@ -164,9 +164,10 @@ static const rp_set_entry_t rp_set_table[] = {
      RP_F(allreduce_algo), 0, 0, 0, 0, rp_w_algo, RP_COLL_ALGO_AUTO, NULL,
      "auto", "auto, ring, rd or rh",
      "The allreduce algorithm over the transport (rd: recursive doubling; "
-     "ring: each block reduced at its owner, then a ring allgather, auto's "
-     "for large messages up to 64 ranks; rh: recursive halving, auto's "
-     "beyond); it changes the time, never the bits.", 0},
+     "ring: the pipelined ring between two ranks, each block reduced at its "
+     "owner then a ring allgather beyond, auto's for large messages up to 64 "
+     "ranks; rh: recursive halving, auto's beyond); it changes the time, "
+     "never the bits.", 0},
     {"RINGPOINT_ALLREDUCE_RD_MAX", RP_SK_UINT, RP_SF_U64,
      RP_F(rd_max_bytes), 0, 0, 1ull << 30, 0, NULL, -1, NULL,
      "8 KiB at 2 ranks, 64 KiB beyond, or the tuning table's",
