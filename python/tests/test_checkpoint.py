@@ -8,6 +8,8 @@ The scheduler and sampler cases go through the metadata exactly as a
 checkpoint stores it (_Meta's JSON text) and back into fresh objects, so
 they are rank-local; the disk round trip is in the last test."""
 import os
+import shutil
+import tempfile
 import warnings
 
 import pytest
@@ -231,16 +233,29 @@ def test_step_before_restore_is_refused():
 @pytest.fixture
 def fresh(tmp_path):
     """An empty checkpoint directory (rank 0's, for every rank) the
-    runtime is restarted with around the test."""
-    os.environ["RINGPOINT_CKPT_DIR"] = hvd.broadcast_object(str(tmp_path), 0)
+    runtime is restarted with around the test. Ranks on other nodes do not
+    see rank 0's /tmp: under a launcher across nodes, RP_SHARED_TMP names a
+    directory they all see (tests/slurm/test_python.sh sets it)."""
+    where = None
+    if hvd.rank() == 0:
+        shared = os.environ.get("RP_SHARED_TMP")
+        if shared:
+            os.makedirs(shared, exist_ok=True)
+            where = tempfile.mkdtemp(prefix="ckpt-", dir=shared)
+        else:
+            where = str(tmp_path)
+    where = hvd.broadcast_object(where, 0)
+    os.environ["RINGPOINT_CKPT_DIR"] = where
     hvd.shutdown()
     hvd.init()
     try:
-        yield tmp_path
+        yield where
     finally:
         del os.environ["RINGPOINT_CKPT_DIR"]
         hvd.shutdown()
         hvd.init()
+        if hvd.rank() == 0 and where != str(tmp_path):
+            shutil.rmtree(where, ignore_errors=True)
 
 
 def test_step_count_contract(fresh):

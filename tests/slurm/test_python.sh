@@ -16,6 +16,9 @@ export PY=/usr/bin/python3
 # A copy the cluster's nodes can read: each slurmd has a /tmp of its own,
 # and the source tree may be under /tmp.
 export TESTS=$RP_CLUSTER_DIR/work/python-tests
+# Checkpoint directories every rank of a job across nodes can write
+# (python/tests/test_checkpoint.py's fixture).
+export RP_SHARED_TMP=$RP_CLUSTER_DIR/work/python-shared
 rm -rf "$TESTS"
 mkdir -p "$(dirname "$TESTS")"
 cp -r "$top/python/tests" "$TESTS"
