@@ -28,14 +28,10 @@ rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
                                  void *recvbuf, size_t count,
                                  rp_dtype_t dtype, rp_op_t op, bool half_wire);
 /* Recursive halving, then doubling back (allreduce_rh.c): the large
- * messages of jobs past RP_OWNERS_MAX_RANKS ranks. */
+ * messages of jobs past RP_OWNERS_MAX_RANKS ranks (select.h). */
 rp_status_t rp__allreduce_rh(rp_comm_t *c, const void *sendbuf, void *recvbuf,
                              size_t count, rp_dtype_t dtype, rp_op_t op,
                              bool half_wire);
-/* The most ranks whose large allreduces auto gives the owners'
- * reduce-scatter, which talks to every rank; beyond, recursive halving
- * keeps a rank's peers at 2 log2 n + O(1). */
-#define RP_OWNERS_MAX_RANKS 64
 /* Recursive doubling (allreduce_rd.c). */
 rp_status_t rp__allreduce_rd(rp_comm_t *c, const void *sendbuf, void *recvbuf,
                              size_t count, rp_dtype_t dtype, rp_op_t op,

@@ -3,7 +3,7 @@
  * starts the collective on the communicator (rp__comm_begin), handles the
  * trivial cases, and picks one path, in this order: the hierarchy across
  * nodes (hier.h), the node's shared segment, single-copy reads (shm.h),
- * then recursive doubling or the ring over the transport (algo.h). The
+ * then the transport's algorithms (algo.h). The
  * decisions hang only on what every rank agrees on (sizes, settings, the
  * job's layout), so every rank takes the same path.
  */
@@ -14,6 +14,11 @@
 #include <stddef.h>
 
 #include "coll/comm.h"
+
+/* The most ranks whose large allreduces auto gives the owners'
+ * reduce-scatter, which talks to every rank; beyond, recursive halving
+ * keeps a rank's peers at 2 log2 n + O(1). */
+#define RP_OWNERS_MAX_RANKS 64
 
 /* @half_wire: float16/bfloat16 partial results travel in their own format,
  * rounded at every hop (wire compression), instead of as float32 rounded

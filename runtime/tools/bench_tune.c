@@ -25,6 +25,7 @@
 #include "bench.h"
 #include "coll/comm.h"
 #include "coll/hier.h"
+#include "coll/select.h"
 #include "coll/shm.h"
 #include "coll/tune.h"
 #include "core/context.h"
@@ -58,7 +59,10 @@ static void tune_path(rp_comm_t *c, tune_kind_t kind, bool a,
 {
     switch (kind) {
     case T_RD:
-        c->algo = a ? RP_COLL_ALGO_RD : RP_COLL_ALGO_RING;
+        /* Against what auto takes above the threshold at this size. */
+        c->algo = a                                ? RP_COLL_ALGO_RD
+                  : c->size <= RP_OWNERS_MAX_RANKS ? RP_COLL_ALGO_RING
+                                                   : RP_COLL_ALGO_RH;
         break;
     case T_SHM:
         c->shm_ar_max = a ? SIZE_MAX : 0;
