@@ -287,12 +287,13 @@ def test_allgather_gradient():
     y = hvd.allgather(x)
     total = sum(_rows(r) for r in range(hvd.size()))
     (y * _weights(hvd.rank(), (total, 3))).sum().backward()
-    w = sum(_weights(r, (total, 3)) for r in range(hvd.size()))
+    # As Horovod: the gradient averaged over the ranks, not summed.
+    w = sum(_weights(r, (total, 3)) for r in range(hvd.size())) / hvd.size()
     off = sum(_rows(r) for r in range(hvd.rank()))
     torch.testing.assert_close(x.grad, w[off:off + _rows(hvd.rank())].double())
     s = torch.tensor(float(hvd.rank()), requires_grad=True)
     (hvd.allgather(s) * torch.arange(float(hvd.size()))).sum().backward()
-    torch.testing.assert_close(s.grad, torch.tensor(float(hvd.rank()) * hvd.size()))
+    torch.testing.assert_close(s.grad, torch.tensor(float(hvd.rank())))
 
 
 def test_broadcast_gradient():
@@ -302,7 +303,8 @@ def test_broadcast_gradient():
         torch.testing.assert_close(y.detach(), torch.arange(15.0).reshape(SHAPE) * (root + 1))
         (y * _weights(hvd.rank(), SHAPE)).sum().backward()
         if hvd.rank() == root:
-            want = sum(_weights(r, SHAPE) for r in range(hvd.size()))
+            # As Horovod: the gradient averaged over the ranks, on the root.
+            want = sum(_weights(r, SHAPE) for r in range(hvd.size())) / hvd.size()
         else:
             want = torch.zeros(SHAPE)
         torch.testing.assert_close(x.grad, want.to(torch.float32))

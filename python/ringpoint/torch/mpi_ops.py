@@ -5,8 +5,10 @@ the tensor's own storage, out-of-place calls into one new tensor. Every call
 is checked across ranks first (see ringpoint._coll): a mismatch in shape,
 dtype, op or root raises MismatchError on every rank. The out-of-place
 calls are differentiable: the gradient of an allreduce is an allreduce of
-the gradient, of an allgather this rank's slice of a summed gradient, of a
-broadcast the summed gradient on the root (zero elsewhere).
+the gradient, of an allgather this rank's slice of the gradient averaged
+over the ranks, of a broadcast the averaged gradient on the root (zero
+elsewhere). Averaged, not summed, as Horovod does: each rank's loss is
+taken as its share of a mean loss, as DistributedOptimizer averages.
 """
 import ctypes
 import itertools
@@ -648,7 +650,7 @@ class _BroadcastFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = allreduce(grad, op=Sum)
+        g = allreduce(grad, op=Average)
         if rank() != ctx.root:
             g.zero_()
         return g, None
@@ -709,7 +711,7 @@ class _AllgatherFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = allreduce(grad, op=Sum)
+        g = allreduce(grad, op=Average)
         r = rank()
         off = sum(ctx.firsts[:r])
         return g.narrow(0, off, ctx.firsts[r]).reshape(ctx.shape)
