@@ -215,6 +215,24 @@ def test_allgather_scalar_empty_and_async():
     assert torch.equal(hvd.allgather(x), want)
 
 
+def test_allgather_async_runs_in_the_background():
+    # As Horovod's: the handle is returned once the data is on its way, not
+    # moved. Of several gathers of 8 MiB per rank (even and uneven), one at
+    # least is still moving when polled at once.
+    def mine(r, k):
+        return torch.full(((1 << 19) + k * r, 4), float(r + k))
+    started = []
+    for k in range(4):
+        h = hvd.allgather_async(mine(hvd.rank(), k))
+        started.append((k, h, hvd.poll(h)))
+    if hvd.size() > 1:
+        assert not all(done for _, _, done in started)
+    for k, h, _ in started:
+        assert_equal(hvd.synchronize(h), torch.cat([mine(r, k) for r in range(hvd.size())]))
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.synchronize(started[0][1])
+
+
 # ---------------------------------------------------------------- broadcast
 
 @dtypes

@@ -669,7 +669,11 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
 
 # ---------------------------------------------------------------- allgather
 
-def _allgather_blocking(tensor, what):
+def _start_allgather(tensor, what):
+    """Start an allgather of @tensor along dimension 0: (a _Pending whose
+    output is the gathered tensor, every rank's first dimension). The
+    first dimensions are exchanged now, blocking (the output's size
+    depends on them); the data moves in the background."""
     t = tensor.contiguous()
     if t.dim() == 0:
         t = t.reshape(1)
@@ -685,20 +689,31 @@ def _allgather_blocking(tensor, what):
     row_bytes = t.element_size() * (t[0].numel() if first else
                                     int(torch.Size(rest).numel()))
     if all(f == first for f in firsts):
-        _coll.allgather(ctx, t.data_ptr(), out.data_ptr(), first * row_bytes, what)
-        return out, firsts
-    # Uneven first dimensions: gather padded to the longest, then pack.
-    longest = max(firsts)
-    padded = torch.empty((n * longest,) + rest, dtype=t.dtype, device=t.device)
-    mine = torch.empty((longest,) + rest, dtype=t.dtype, device=t.device)
-    mine[:first].copy_(t)
-    _coll.allgather(ctx, mine.data_ptr(), padded.data_ptr(), longest * row_bytes,
-                    what)
-    off = 0
-    for r, f in enumerate(firsts):
-        out[off:off + f].copy_(padded[r * longest:r * longest + f])
-        off += f
-    return out, firsts
+        p = _Pending(out, (t, out), None, what)
+        send, recv, nbytes = t.data_ptr(), out.data_ptr(), first * row_bytes
+    else:
+        # Uneven first dimensions: gather padded to the longest, then pack.
+        longest = max(firsts)
+        padded = torch.empty((n * longest,) + rest, dtype=t.dtype, device=t.device)
+        mine = torch.empty((longest,) + rest, dtype=t.dtype, device=t.device)
+        mine[:first].copy_(t)
+
+        def pack():
+            off = 0
+            for r, f in enumerate(firsts):
+                out[off:off + f].copy_(padded[r * longest:r * longest + f])
+                off += f
+        p = _Pending(out, (mine, padded), pack, what)
+        send, recv, nbytes = mine.data_ptr(), padded.data_ptr(), longest * row_bytes
+    check(lib.rp_iallgather(ctx, send, recv, nbytes, D.UINT8, ctypes.byref(p.req)),
+          what)
+    return p, firsts
+
+
+def _allgather_blocking(tensor, what):
+    p, firsts = _start_allgather(tensor, what)
+    _complete(p)
+    return p.output, firsts
 
 
 class _AllgatherFn(torch.autograd.Function):
@@ -731,12 +746,15 @@ def allgather(tensor, name=None, process_set=None):
 
 
 def allgather_async(tensor, name=None, process_set=None):
-    """allgather() behind a handle (the shapes are exchanged at once; the
-    data too: the handle is complete when returned)."""
-    out = allgather(tensor, name, process_set)
-    p = _Pending(out, None, None, "allgather_async")
-    p.status = 0
-    return _register(p)
+    """Start allgather() (not differentiable); returns a handle for poll()
+    and synchronize(). The first dimensions are exchanged before it
+    returns (every rank must call it, as any collective); the data moves
+    in the background."""
+    what = "allgather_async"
+    with _coll.checking(what, gather=True):
+        _process_set(process_set, what)
+        _tensor(tensor, what, False)
+    return _register(_start_allgather(tensor.detach(), what)[0])
 
 
 # ---------------------------------------------------------------- barrier, join
