@@ -265,6 +265,32 @@ def test_broadcast_scalar_empty_noncontiguous():
     assert torch.equal(hvd.broadcast(x, 0), torch.tensor([True, True, False]))
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32, torch.int64],
+                         ids=str)
+def test_scale_factors_in_horovods_precision(dtype):
+    # As Horovod on the CPU: float16 and bfloat16 are scaled in float32 and
+    # rounded back, each rank's input before the reduction; integers are
+    # scaled in float64 and truncated. Max keeps the reduction itself exact.
+    factor = 0.19151945020806947
+    big = 1 << 30 if dtype != torch.int32 else 1 << 28     # beyond float32's 24 bits
+
+    def x(r):
+        g = torch.Generator().manual_seed(1234 + r)
+        hi = 100 if dtype.is_floating_point else big
+        return torch.randint(-hi, hi, (17, 17, 17), generator=g).to(dtype)
+
+    def scaled(t):
+        if dtype.is_floating_point:
+            return (t.float() * torch.tensor(factor, dtype=torch.float32)).to(dtype)
+        return (t.double() * factor).to(dtype)
+    got = hvd.allreduce(x(hvd.rank()), op=hvd.Max, prescale_factor=factor)
+    want = torch.stack([scaled(x(r)) for r in range(hvd.size())]).max(0).values
+    assert torch.equal(got, want)
+    got = hvd.allreduce(x(hvd.rank()), op=hvd.Max, postscale_factor=factor)
+    want = scaled(torch.stack([x(r) for r in range(hvd.size())]).max(0).values)
+    assert torch.equal(got, want)
+
 # ---------------------------------------------------------------- autograd
 
 def _weights(r, shape):

@@ -132,11 +132,19 @@ def _desc(kind, t, *extra):
 
 
 def _scale(t, factor):
-    if factor != 1.0:
-        if t.is_floating_point():
-            t.mul_(factor)
-        else:
-            t.copy_((t * factor).to(t.dtype))
+    """Multiply @t by @factor in place, in the precision Horovod uses, so
+    that a prescaled or postscaled result is bit for bit Horovod's:
+    integers in float64 (truncated back), float16 and bfloat16 on the CPU
+    in float32 (rounded back: each rank's scaled input is rounded before
+    the sum), other floating types in their own precision."""
+    if factor == 1.0:
+        return
+    if not t.is_floating_point():
+        t.copy_((t.to(torch.float64) * factor).to(t.dtype))
+    elif t.dtype in (torch.float16, torch.bfloat16) and t.device.type == "cpu":
+        t.copy_(t.to(torch.float32) * torch.tensor(factor, dtype=torch.float32))
+    else:
+        t.mul_(factor)
 
 
 # ---------------------------------------------------------------- handles
