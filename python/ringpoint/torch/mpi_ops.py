@@ -677,11 +677,12 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
 
 # ---------------------------------------------------------------- allgather
 
-def _start_allgather(tensor, what):
-    """Start an allgather of @tensor along dimension 0: (a _Pending whose
-    output is the gathered tensor, every rank's first dimension). The
-    first dimensions are exchanged now, blocking (the output's size
-    depends on them); the data moves in the background."""
+def _allgather_plan(tensor, what):
+    """The buffers of an allgather of @tensor along dimension 0: (output,
+    every rank's first dimension, send and receive addresses, bytes per
+    rank, the tensors they belong to, the packing to do once the data is
+    in or None). The first dimensions are exchanged here, blocking: the
+    output's size depends on them."""
     t = tensor.contiguous()
     if t.dim() == 0:
         t = t.reshape(1)
@@ -697,31 +698,29 @@ def _start_allgather(tensor, what):
     row_bytes = t.element_size() * (t[0].numel() if first else
                                     int(torch.Size(rest).numel()))
     if all(f == first for f in firsts):
-        p = _Pending(out, (t, out), None, what)
-        send, recv, nbytes = t.data_ptr(), out.data_ptr(), first * row_bytes
-    else:
-        # Uneven first dimensions: gather padded to the longest, then pack.
-        longest = max(firsts)
-        padded = torch.empty((n * longest,) + rest, dtype=t.dtype, device=t.device)
-        mine = torch.empty((longest,) + rest, dtype=t.dtype, device=t.device)
-        mine[:first].copy_(t)
+        return (out, firsts, t.data_ptr(), out.data_ptr(), first * row_bytes,
+                (t, out), None)
+    # Uneven first dimensions: gather padded to the longest, then pack.
+    longest = max(firsts)
+    padded = torch.empty((n * longest,) + rest, dtype=t.dtype, device=t.device)
+    mine = torch.empty((longest,) + rest, dtype=t.dtype, device=t.device)
+    mine[:first].copy_(t)
 
-        def pack():
-            off = 0
-            for r, f in enumerate(firsts):
-                out[off:off + f].copy_(padded[r * longest:r * longest + f])
-                off += f
-        p = _Pending(out, (mine, padded), pack, what)
-        send, recv, nbytes = mine.data_ptr(), padded.data_ptr(), longest * row_bytes
-    check(lib.rp_iallgather(ctx, send, recv, nbytes, D.UINT8, ctypes.byref(p.req)),
-          what)
-    return p, firsts
+    def pack():
+        off = 0
+        for r, f in enumerate(firsts):
+            out[off:off + f].copy_(padded[r * longest:r * longest + f])
+            off += f
+    return (out, firsts, mine.data_ptr(), padded.data_ptr(), longest * row_bytes,
+            (mine, padded), pack)
 
 
 def _allgather_blocking(tensor, what):
-    p, firsts = _start_allgather(tensor, what)
-    _complete(p)
-    return p.output, firsts
+    out, firsts, send, recv, nbytes, _, pack = _allgather_plan(tensor, what)
+    _coll.allgather(context_handle(what), send, recv, nbytes, what)
+    if pack is not None:
+        pack()
+    return out, firsts
 
 
 class _AllgatherFn(torch.autograd.Function):
@@ -762,7 +761,11 @@ def allgather_async(tensor, name=None, process_set=None):
     with _coll.checking(what, gather=True):
         _process_set(process_set, what)
         _tensor(tensor, what, False)
-    return _register(_start_allgather(tensor.detach(), what)[0])
+    out, _, send, recv, nbytes, keep, pack = _allgather_plan(tensor.detach(), what)
+    p = _Pending(out, keep, pack, what)
+    check(lib.rp_iallgather(context_handle(what), send, recv, nbytes, D.UINT8,
+                            ctypes.byref(p.req)), what)
+    return _register(p)
 
 
 # ---------------------------------------------------------------- barrier, join
