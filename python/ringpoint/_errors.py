@@ -4,8 +4,13 @@ import builtins
 __all__ = ["Error", "check"]
 
 
-class Error(Exception):
+class Error(RuntimeError):
     """A ringpoint call failed.
+
+    A RuntimeError, as the errors of torch and Horovod are, so that code
+    written for Horovod (``except RuntimeError``) catches it; each subclass
+    is also the builtin exception its kind suggests (ValueError,
+    MemoryError, OSError, ...), so ``except ValueError`` works as well.
 
     Attributes: ``status`` (the C ``rp_status_t``, a negative int) and
     ``status_string`` (the library's description of it).
@@ -38,12 +43,12 @@ class NotSupportedError(Error, NotImplementedError):
     status = -3
 
 
-class BootstrapError(Error, RuntimeError):
+class BootstrapError(Error):
     """RP_ERR_BOOTSTRAP: the process manager (PMIx) failed."""
     status = -4
 
 
-class CollectiveError(Error, RuntimeError):
+class CollectiveError(Error):
     """A collective could not complete: the transport failed, a rank died
     or stopped answering. The context cannot run collectives any more:
     exit and let the job restart from its last checkpoint."""
@@ -79,12 +84,12 @@ class NotFoundError(Error, LookupError):
     status = -10
 
 
-class BusyError(Error, RuntimeError):
+class BusyError(Error):
     """RP_ERR_BUSY: a previous operation is still in flight."""
     status = -11
 
 
-class StateError(Error, RuntimeError):
+class StateError(Error):
     """RP_ERR_STATE: not valid now (before init(), after shutdown(), ...)."""
     status = -12
 

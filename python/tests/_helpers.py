@@ -67,9 +67,9 @@ def reduce_ref(inputs, op, prescale=1.0, postscale=1.0):
 
 
 def _int_scale(t, factor):
-    # ringpoint (as Horovod) scales integer tensors in floating point and
+    # ringpoint (as Horovod) scales integer tensors in float64 and
     # truncates back to the integer type.
-    return t if factor == 1.0 else (t * factor).to(t.dtype)
+    return t if factor == 1.0 else (t.to(torch.float64) * factor).to(t.dtype)
 
 
 def assert_equal(got, want, what=""):

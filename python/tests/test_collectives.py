@@ -215,6 +215,24 @@ def test_allgather_scalar_empty_and_async():
     assert torch.equal(hvd.allgather(x), want)
 
 
+def test_allgather_async_runs_in_the_background():
+    # As Horovod's: the handle is returned once the data is on its way, not
+    # moved. Of several gathers of 8 MiB per rank (even and uneven), one at
+    # least is still moving when polled at once.
+    def mine(r, k):
+        return torch.full(((1 << 19) + k * r, 4), float(r + k))
+    started = []
+    for k in range(4):
+        h = hvd.allgather_async(mine(hvd.rank(), k))
+        started.append((k, h, hvd.poll(h)))
+    if hvd.size() > 1:
+        assert not all(done for _, _, done in started)
+    for k, h, _ in started:
+        assert_equal(hvd.synchronize(h), torch.cat([mine(r, k) for r in range(hvd.size())]))
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.synchronize(started[0][1])
+
+
 # ---------------------------------------------------------------- broadcast
 
 @dtypes
@@ -246,6 +264,32 @@ def test_broadcast_scalar_empty_noncontiguous():
     x = torch.tensor([hvd.rank() == 0, True, False])
     assert torch.equal(hvd.broadcast(x, 0), torch.tensor([True, True, False]))
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int32, torch.int64],
+                         ids=str)
+def test_scale_factors_in_horovods_precision(dtype):
+    # As Horovod on the CPU: float16 and bfloat16 are scaled in float32 and
+    # rounded back, each rank's input before the reduction; integers are
+    # scaled in float64 and truncated. Max keeps the reduction itself exact.
+    factor = 0.19151945020806947
+    big = 1 << 30 if dtype != torch.int32 else 1 << 28     # beyond float32's 24 bits
+
+    def x(r):
+        g = torch.Generator().manual_seed(1234 + r)
+        hi = 100 if dtype.is_floating_point else big
+        return torch.randint(-hi, hi, (17, 17, 17), generator=g).to(dtype)
+
+    def scaled(t):
+        if dtype.is_floating_point:
+            return (t.float() * torch.tensor(factor, dtype=torch.float32)).to(dtype)
+        return (t.double() * factor).to(dtype)
+    got = hvd.allreduce(x(hvd.rank()), op=hvd.Max, prescale_factor=factor)
+    want = torch.stack([scaled(x(r)) for r in range(hvd.size())]).max(0).values
+    assert torch.equal(got, want)
+    got = hvd.allreduce(x(hvd.rank()), op=hvd.Max, postscale_factor=factor)
+    want = scaled(torch.stack([x(r) for r in range(hvd.size())]).max(0).values)
+    assert torch.equal(got, want)
 
 # ---------------------------------------------------------------- autograd
 
@@ -287,12 +331,13 @@ def test_allgather_gradient():
     y = hvd.allgather(x)
     total = sum(_rows(r) for r in range(hvd.size()))
     (y * _weights(hvd.rank(), (total, 3))).sum().backward()
-    w = sum(_weights(r, (total, 3)) for r in range(hvd.size()))
+    # As Horovod: the gradient averaged over the ranks, not summed.
+    w = sum(_weights(r, (total, 3)) for r in range(hvd.size())) / hvd.size()
     off = sum(_rows(r) for r in range(hvd.rank()))
     torch.testing.assert_close(x.grad, w[off:off + _rows(hvd.rank())].double())
     s = torch.tensor(float(hvd.rank()), requires_grad=True)
     (hvd.allgather(s) * torch.arange(float(hvd.size()))).sum().backward()
-    torch.testing.assert_close(s.grad, torch.tensor(float(hvd.rank()) * hvd.size()))
+    torch.testing.assert_close(s.grad, torch.tensor(float(hvd.rank())))
 
 
 def test_broadcast_gradient():
@@ -302,7 +347,8 @@ def test_broadcast_gradient():
         torch.testing.assert_close(y.detach(), torch.arange(15.0).reshape(SHAPE) * (root + 1))
         (y * _weights(hvd.rank(), SHAPE)).sum().backward()
         if hvd.rank() == root:
-            want = sum(_weights(r, SHAPE) for r in range(hvd.size()))
+            # As Horovod: the gradient averaged over the ranks, on the root.
+            want = sum(_weights(r, SHAPE) for r in range(hvd.size())) / hvd.size()
         else:
             want = torch.zeros(SHAPE)
         torch.testing.assert_close(x.grad, want.to(torch.float32))

@@ -80,6 +80,36 @@ def test_error_carries_status():
     assert isinstance(info.value, hvd.HorovodInternalError)
 
 
+
+def test_every_error_is_a_runtime_error():
+    # Code written for Horovod catches (torch.FatalError, RuntimeError);
+    # the builtin bases of each class still catch it too.
+    classes = [c for c in vars(ringpoint).values()
+               if isinstance(c, type) and issubclass(c, ringpoint.Error)]
+    assert len(classes) >= 14
+    for cls in classes:
+        assert issubclass(cls, RuntimeError), cls
+    for cls, base in ((hvd.InvalidArgumentError, ValueError),
+                      (hvd.MismatchError, ValueError),
+                      (ringpoint.NoMemoryError, MemoryError),
+                      (hvd.NotSupportedError, NotImplementedError),
+                      (ringpoint.IOError, OSError),
+                      (ringpoint.NotFoundError, LookupError),
+                      (ringpoint.TimeoutError, TimeoutError)):
+        assert issubclass(cls, base), (cls, base)
+    with pytest.raises(RuntimeError) as info:
+        hvd.broadcast_(torch.ones(2), root_rank=-1)
+    assert isinstance(info.value, hvd.InvalidArgumentError)
+    _still_works()
+
+
+@mismatch
+def test_mismatch_is_a_runtime_error():
+    with pytest.raises(RuntimeError) as info:
+        hvd.allreduce(torch.ones(2 + hvd.rank()))
+    assert isinstance(info.value, hvd.MismatchError)
+    _still_works()
+
 def test_noncontiguous_in_place():
     t = torch.zeros(4, 4).t()
     for fn, args in ((hvd.allreduce_, ()), (hvd.allreduce_async_, ()),

@@ -129,6 +129,41 @@ def test_broadcast_optimizer_state_sgd_without_state():
     assert opt.param_groups[0]["lr"] == pytest.approx(0.1)
 
 
+
+@pytest.mark.parametrize("distributed", [False, True], ids=["plain", "distributed"])
+def test_broadcast_optimizer_state_before_the_first_step(distributed):
+    # As Horovod: with a new optimizer, every parameter that requires a
+    # gradient has one afterwards (zeros where it had none), a parameter
+    # that requires none (an int index) is left alone. Unlike Horovod's, no
+    # step is taken: the parameters stay as they were (despite the weight
+    # decay), and the optimizer still has no state.
+    idx = torch.nn.Parameter(torch.tensor([1, 3], dtype=torch.int32), requires_grad=False)
+    w = torch.nn.Parameter(torch.arange(4.0) + hvd.rank())
+    v = torch.nn.Parameter(torch.ones(2))
+    v.grad = torch.full((2,), 5.0)
+    opt = torch.optim.SGD([idx, w, v], lr=0.1, momentum=0.9, nesterov=True,
+                          weight_decay=1e-2)
+    if distributed:
+        opt = hvd.DistributedOptimizer(opt, named_parameters=[("idx", idx), ("w", w),
+                                                              ("v", v)])
+    hvd.broadcast_parameters([w, v], root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert idx.grad is None
+    assert torch.equal(w.grad, torch.zeros(4))
+    assert torch.equal(v.grad, torch.full((2,), 5.0))       # kept
+    assert torch.equal(w.detach(), torch.arange(4.0))
+    assert torch.equal(v.detach(), torch.ones(2))
+    assert opt.state_dict()["state"] == {}
+    assert torch.equal(hvd.broadcast(w.grad, root_rank=0), w.grad)
+    if distributed:
+        # Training goes on as usual from there.
+        opt.zero_grad()
+        (w * (hvd.rank() + 1)).sum().backward()
+        opt.step()
+        assert torch.allclose(w.grad, torch.full((4,), (hvd.size() + 1) / 2))
+    gathered = hvd.allgather_object(w.detach().tolist())
+    assert all(x == gathered[0] for x in gathered)
+
 def test_broadcast_object():
     for root in range(hvd.size()):
         def obj(r):

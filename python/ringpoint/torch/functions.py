@@ -108,13 +108,36 @@ def _slots(obj, out):
     return out
 
 
+def _zero_missing_grads(optimizer):
+    """Give each parameter of a new @optimizer (no state yet) that
+    requires a gradient and has none a zero one, as Horovod's
+    broadcast_optimizer_state leaves them: code written for it reads
+    them. Horovod then takes a step with those zeros to create the state
+    it broadcasts tensor by tensor; here the root's state dict travels
+    whole, so no step is needed, and none is taken: it would count in
+    Adam's bias correction and put the weight decay into SGD's momentum,
+    and training would no longer match training in one process."""
+    if optimizer.state:
+        return
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if isinstance(p, torch.Tensor) and p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
+
+
 def broadcast_optimizer_state(optimizer, root_rank):
     """Give every rank's @optimizer rank @root_rank's state and
-    hyper-parameters (param_groups), tensors by broadcast in place."""
+    hyper-parameters (param_groups), tensors by broadcast in place.
+
+    A rank whose optimizer has no state yet (never stepped) gets the
+    root's, or none if the root has none. Its parameters that require a
+    gradient and have none get a zero gradient, as with Horovod (which
+    takes a step with them; this takes none, see _zero_missing_grads)."""
     what = "broadcast_optimizer_state"
     tensors = []
     with _coll.checking("broadcast_object"):    # its first collective
         root_rank = _check_root(root_rank, what)
+        _zero_missing_grads(optimizer)
         skeleton = _split_tensors(optimizer.state_dict(), tensors)
     skeleton = broadcast_object(skeleton if rank() == root_rank else None,
                                 root_rank, name=what)

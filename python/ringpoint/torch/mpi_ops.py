@@ -5,8 +5,10 @@ the tensor's own storage, out-of-place calls into one new tensor. Every call
 is checked across ranks first (see ringpoint._coll): a mismatch in shape,
 dtype, op or root raises MismatchError on every rank. The out-of-place
 calls are differentiable: the gradient of an allreduce is an allreduce of
-the gradient, of an allgather this rank's slice of a summed gradient, of a
-broadcast the summed gradient on the root (zero elsewhere).
+the gradient, of an allgather this rank's slice of the gradient averaged
+over the ranks, of a broadcast the averaged gradient on the root (zero
+elsewhere). Averaged, not summed, as Horovod does: each rank's loss is
+taken as its share of a mean loss, as DistributedOptimizer averages.
 """
 import ctypes
 import itertools
@@ -130,11 +132,19 @@ def _desc(kind, t, *extra):
 
 
 def _scale(t, factor):
-    if factor != 1.0:
-        if t.is_floating_point():
-            t.mul_(factor)
-        else:
-            t.copy_((t * factor).to(t.dtype))
+    """Multiply @t by @factor in place, in the precision Horovod uses, so
+    that a prescaled or postscaled result is bit for bit Horovod's:
+    integers in float64 (truncated back), float16 and bfloat16 on the CPU
+    in float32 (rounded back: each rank's scaled input is rounded before
+    the sum), other floating types in their own precision."""
+    if factor == 1.0:
+        return
+    if not t.is_floating_point():
+        t.copy_((t.to(torch.float64) * factor).to(t.dtype))
+    elif t.dtype in (torch.float16, torch.bfloat16) and t.device.type == "cpu":
+        t.copy_(t.to(torch.float32) * torch.tensor(factor, dtype=torch.float32))
+    else:
+        t.mul_(factor)
 
 
 # ---------------------------------------------------------------- handles
@@ -648,7 +658,7 @@ class _BroadcastFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = allreduce(grad, op=Sum)
+        g = allreduce(grad, op=Average)
         if rank() != ctx.root:
             g.zero_()
         return g, None
@@ -667,7 +677,12 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
 
 # ---------------------------------------------------------------- allgather
 
-def _allgather_blocking(tensor, what):
+def _allgather_plan(tensor, what):
+    """The buffers of an allgather of @tensor along dimension 0: (output,
+    every rank's first dimension, send and receive addresses, bytes per
+    rank, the tensors they belong to, the packing to do once the data is
+    in or None). The first dimensions are exchanged here, blocking: the
+    output's size depends on them."""
     t = tensor.contiguous()
     if t.dim() == 0:
         t = t.reshape(1)
@@ -683,19 +698,28 @@ def _allgather_blocking(tensor, what):
     row_bytes = t.element_size() * (t[0].numel() if first else
                                     int(torch.Size(rest).numel()))
     if all(f == first for f in firsts):
-        _coll.allgather(ctx, t.data_ptr(), out.data_ptr(), first * row_bytes, what)
-        return out, firsts
+        return (out, firsts, t.data_ptr(), out.data_ptr(), first * row_bytes,
+                (t, out), None)
     # Uneven first dimensions: gather padded to the longest, then pack.
     longest = max(firsts)
     padded = torch.empty((n * longest,) + rest, dtype=t.dtype, device=t.device)
     mine = torch.empty((longest,) + rest, dtype=t.dtype, device=t.device)
     mine[:first].copy_(t)
-    _coll.allgather(ctx, mine.data_ptr(), padded.data_ptr(), longest * row_bytes,
-                    what)
-    off = 0
-    for r, f in enumerate(firsts):
-        out[off:off + f].copy_(padded[r * longest:r * longest + f])
-        off += f
+
+    def pack():
+        off = 0
+        for r, f in enumerate(firsts):
+            out[off:off + f].copy_(padded[r * longest:r * longest + f])
+            off += f
+    return (out, firsts, mine.data_ptr(), padded.data_ptr(), longest * row_bytes,
+            (mine, padded), pack)
+
+
+def _allgather_blocking(tensor, what):
+    out, firsts, send, recv, nbytes, _, pack = _allgather_plan(tensor, what)
+    _coll.allgather(context_handle(what), send, recv, nbytes, what)
+    if pack is not None:
+        pack()
     return out, firsts
 
 
@@ -709,7 +733,7 @@ class _AllgatherFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g = allreduce(grad, op=Sum)
+        g = allreduce(grad, op=Average)
         r = rank()
         off = sum(ctx.firsts[:r])
         return g.narrow(0, off, ctx.firsts[r]).reshape(ctx.shape)
@@ -729,11 +753,18 @@ def allgather(tensor, name=None, process_set=None):
 
 
 def allgather_async(tensor, name=None, process_set=None):
-    """allgather() behind a handle (the shapes are exchanged at once; the
-    data too: the handle is complete when returned)."""
-    out = allgather(tensor, name, process_set)
-    p = _Pending(out, None, None, "allgather_async")
-    p.status = 0
+    """Start allgather() (not differentiable); returns a handle for poll()
+    and synchronize(). The first dimensions are exchanged before it
+    returns (every rank must call it, as any collective); the data moves
+    in the background."""
+    what = "allgather_async"
+    with _coll.checking(what, gather=True):
+        _process_set(process_set, what)
+        _tensor(tensor, what, False)
+    out, _, send, recv, nbytes, keep, pack = _allgather_plan(tensor.detach(), what)
+    p = _Pending(out, keep, pack, what)
+    check(lib.rp_iallgather(context_handle(what), send, recv, nbytes, D.UINT8,
+                            ctypes.byref(p.req)), what)
     return _register(p)
 
 
