@@ -30,9 +30,6 @@
 #include "coll/comm.h"
 #include "coll/eval.h"
 #include "coll/ring.h"
-#include "reduce/reduce.h"
-
-#include <stdint.h>
 
 typedef struct rp_owners {
     rp_comm_t *c;

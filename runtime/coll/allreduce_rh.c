@@ -36,9 +36,10 @@
 #define RP_RH_BACK 32
 #define RP_RH_POST 0xFFFF
 
-/* The range [lo, hi) rank @r keeps after the halving stages below @upto,
- * and, per stage, the half it gave away, by splitting at the middle and
- * keeping the lower half when its bit is 0. */
+/* The range [lo, hi) rank @r keeps after the halving stages whose mask is
+ * below @upto: each stage splits the range at its middle, and the rank
+ * keeps the lower half when its bit of the mask is 0 (as the halving loop
+ * does). */
 static void rp_rh_range(size_t count, int r, int upto, size_t *lo_p,
                         size_t *hi_p)
 {

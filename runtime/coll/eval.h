@@ -12,9 +12,10 @@
  * compression, every operation's result is rounded to the half type);
  * AVG divides the sum by n at the end.
  *
- * Recursive doubling evaluates it by its exchanges (allreduce_rd.c). Every
- * other path has each element's n operands in one place and evaluates it
- * here: the owner of a block in the transport's bandwidth algorithm
+ * Recursive doubling and halving evaluate it by their exchanges
+ * (allreduce_rd.c, allreduce_rh.c), the two-rank ring by its one fold
+ * (allreduce_ring.c: x0 OP x1). Every other path has each element's n
+ * operands in one place and evaluates it here: the owner of a block in the transport's bandwidth algorithm
  * (allreduce_owners.c), the node's segment (shm_coll.c) and the
  * single-copy reads (shm_cma.c). The reduction kernels are element-wise,
  * so how the elements are cut into pieces never shows in the bits.
