@@ -350,7 +350,6 @@ class Checkpoint:
         self._last_step = None      # restore()'s count, then each step()'s
         self._last_call = None      # which call set it, for the messages
         self._sigterm = None
-        self._warned_signal = False
         self.last = None            # the last rp_step's result
         self._check_parts()
 
