@@ -28,7 +28,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/signal/signal.c runtime/signal/signal.h \
 	runtime/transport/transport.c runtime/transport/transport.h \
 	runtime/transport/liveness.c runtime/transport/liveness.h \
-	runtime/coll/api.c \
+	runtime/coll/api.c runtime/coll/api.h runtime/coll/api_exchange.c \
 	runtime/coll/backend.h runtime/coll/host.c \
 	runtime/coll/chunk.c runtime/coll/chunk.h \
 	runtime/coll/comm.c runtime/coll/comm.h \
@@ -41,6 +41,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/allreduce_rh.c \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
+	runtime/coll/alltoall.c \
 	runtime/coll/ring.h \
 	runtime/coll/barrier.c \
 	runtime/coll/select.c runtime/coll/select.h \

@@ -224,7 +224,7 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 pkglibexec_PROGRAMS = tests/slurm/ringpoint-coll-check
 tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c \
 	tests/slurm/coll_check_nb.c tests/slurm/coll_check_layout.c \
-	tests/slurm/coll_check.h
+	tests/slurm/coll_check_exchange.c tests/slurm/coll_check.h
 tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
 
 # A large collective then a wait outside the library (tests/slurm/test_flush.sh).

@@ -262,6 +262,70 @@ RP_API rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf,
 RP_API rp_status_t rp_barrier(rp_context_h ctx);
 
 /**
+ * @brief Combine every rank's @p sendbuf with @p op, as @ref rp_allreduce
+ *        does, and give rank q only block q of the result:
+ *        @p recvcount elements.
+ *
+ * @p sendbuf holds size × @p recvcount elements, block q (for rank q)
+ * from element q × @p recvcount on. Each element of a block has the bits
+ * @ref rp_allreduce gives that element: the same expression of the ranks'
+ * values, whatever the path, the layout or the block sizes. Each rank
+ * sends and receives (size−1)/size of the buffer once, half an
+ * allreduce's traffic. Sharded data parallelism (ZeRO, FSDP) reduces
+ * gradients straight into each rank's shard with it.
+ *
+ * @param ctx        A context from @ref rp_init.
+ * @param sendbuf    size × @p recvcount elements.
+ * @param recvbuf    @p recvcount elements; must not overlap @p sendbuf.
+ * @param recvcount  Elements per rank; 0 does nothing.
+ * @param dtype      Element type.
+ * @param op         Reduction, as for @ref rp_allreduce.
+ * @return As @ref rp_allreduce.
+ */
+RP_API rp_status_t rp_reduce_scatter(rp_context_h ctx, const void *sendbuf,
+                                     void *recvbuf, size_t recvcount,
+                                     rp_dtype_t dtype, rp_op_t op);
+
+/**
+ * @brief @ref rp_reduce_scatter with blocks of their own sizes: rank q
+ *        gets @p recvcounts[q] elements, block q starting after blocks
+ *        0..q−1 in @p sendbuf. Every rank passes the same array.
+ * @return As @ref rp_allreduce; RP_ERR_INVALID_ARG for a NULL array.
+ */
+RP_API rp_status_t rp_reduce_scatterv(rp_context_h ctx, const void *sendbuf,
+                                      void *recvbuf, const size_t *recvcounts,
+                                      rp_dtype_t dtype, rp_op_t op);
+
+/**
+ * @brief Every rank sends block q of @p sendbuf (@p count elements) to
+ *        rank q, and receives rank q's block for it into block q of
+ *        @p recvbuf.
+ *
+ * @param sendbuf  size × @p count elements.
+ * @param recvbuf  size × @p count elements; must not overlap @p sendbuf.
+ * @param count    Elements per pair of ranks; 0 does nothing.
+ * @return As @ref rp_allreduce.
+ */
+RP_API rp_status_t rp_alltoall(rp_context_h ctx, const void *sendbuf,
+                               void *recvbuf, size_t count, rp_dtype_t dtype);
+
+/**
+ * @brief @ref rp_alltoall with shares of their own sizes: @p sendcounts[q]
+ *        elements go to rank q (the shares packed in rank order in
+ *        @p sendbuf), @p recvcounts[q] elements come from rank q (packed in
+ *        rank order in @p recvbuf).
+ *
+ * Rank q's @p recvcounts[r] must equal rank r's @p sendcounts[q]. Where a
+ * rank does not know what it will receive (token routing), exchange the
+ * counts first: @ref rp_alltoall of one element per rank.
+ *
+ * @return As @ref rp_allreduce; RP_ERR_INVALID_ARG for a NULL array.
+ */
+RP_API rp_status_t rp_alltoallv(rp_context_h ctx, const void *sendbuf,
+                                const size_t *sendcounts, void *recvbuf,
+                                const size_t *recvcounts, rp_dtype_t dtype);
+
+/**
  * @brief Start @ref rp_allreduce; complete it with @ref rp_test or
  *        @ref rp_wait.
  *
@@ -312,6 +376,42 @@ RP_API rp_status_t rp_iallgather(rp_context_h ctx, const void *sendbuf,
  * @return As @ref rp_iallreduce.
  */
 RP_API rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_reduce_scatter.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ireduce_scatter(rp_context_h ctx, const void *sendbuf,
+                                      void *recvbuf, size_t recvcount,
+                                      rp_dtype_t dtype, rp_op_t op,
+                                      rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_reduce_scatterv. The array is copied: it may be
+ *        reused at once.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ireduce_scatterv(rp_context_h ctx, const void *sendbuf,
+                                       void *recvbuf, const size_t *recvcounts,
+                                       rp_dtype_t dtype, rp_op_t op,
+                                       rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_alltoall.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ialltoall(rp_context_h ctx, const void *sendbuf,
+                                void *recvbuf, size_t count, rp_dtype_t dtype,
+                                rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_alltoallv. The arrays are copied.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ialltoallv(rp_context_h ctx, const void *sendbuf,
+                                 const size_t *sendcounts, void *recvbuf,
+                                 const size_t *recvcounts, rp_dtype_t dtype,
+                                 rp_request_h *req);
 
 /**
  * @brief Has the request completed? Never blocks.

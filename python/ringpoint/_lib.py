@@ -129,6 +129,15 @@ _declare("rp_iallreduce_group", c_int, ctx_t, P(c_void), P(c_void), P(c_size),
 _declare("rp_ibroadcast", c_int, ctx_t, c_void, c_size, c_int, c_int, P(req_t))
 _declare("rp_iallgather", c_int, ctx_t, c_void, c_void, c_size, c_int, P(req_t))
 _declare("rp_ibarrier", c_int, ctx_t, P(req_t))
+_declare("rp_reduce_scatterv", c_int, ctx_t, c_void, c_void, P(c_size), c_int,
+         c_int)
+_declare("rp_ireduce_scatterv", c_int, ctx_t, c_void, c_void, P(c_size), c_int,
+         c_int, P(req_t))
+_declare("rp_alltoall", c_int, ctx_t, c_void, c_void, c_size, c_int)
+_declare("rp_alltoallv", c_int, ctx_t, c_void, P(c_size), c_void, P(c_size),
+         c_int)
+_declare("rp_ialltoallv", c_int, ctx_t, c_void, P(c_size), c_void, P(c_size),
+         c_int, P(req_t))
 _declare("rp_test", c_int, P(req_t), P(c_int))
 _declare("rp_wait", c_int, P(req_t))
 _declare("rp_region_register", c_int, ctx_t, ctypes.c_char_p, c_void, c_size,

@@ -27,6 +27,19 @@ rp_status_t rp__allreduce_ring(rp_comm_t *c, const void *sendbuf,
 rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
                                  void *recvbuf, size_t count,
                                  rp_dtype_t dtype, rp_op_t op, bool half_wire);
+/* The owners' first phase alone (allreduce_owners.c): rank q's result is
+ * block q, @counts[q] elements, the blocks packed in rank order in
+ * @sendbuf; the bits are those of the allreduce's block. */
+rp_status_t rp__reduce_scatter_owners(rp_comm_t *c, const void *sendbuf,
+                                      void *recvbuf, const size_t *counts,
+                                      rp_dtype_t dtype, rp_op_t op);
+/* Pairwise exchange (alltoall.c): @scounts[q] bytes from @sendbuf at
+ * @sdispls[q] to rank q, @rcounts[q] bytes from rank q into @recvbuf at
+ * @rdispls[q]. */
+rp_status_t rp__alltoall_pairwise(rp_comm_t *c, const void *sendbuf,
+                                  const size_t *scounts, const size_t *sdispls,
+                                  void *recvbuf, const size_t *rcounts,
+                                  const size_t *rdispls);
 /* Recursive halving, then doubling back (allreduce_rh.c): the large
  * messages of jobs past RP_OWNERS_MAX_RANKS ranks (select.h). */
 rp_status_t rp__allreduce_rh(rp_comm_t *c, const void *sendbuf, void *recvbuf,

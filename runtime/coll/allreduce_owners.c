@@ -19,6 +19,10 @@
  * expression of the same n values, the one recursive doubling and the
  * node's paths evaluate too.
  *
+ * The first phase alone is the reduce-scatter (rp_reduce_scatter), with
+ * the blocks the caller chose: so a reduce-scatter's block is, bit for
+ * bit, that block of the allreduce of the same buffers.
+ *
  * The cost is the first phase's messages: n-1 at a time, one from every
  * peer, instead of one from the left neighbour; a window of segments is
  * in flight (RINGPOINT_COLL_WINDOW), each of the n-1 receives into a slot
@@ -36,6 +40,10 @@ typedef struct rp_owners {
     const char *in;
     char *out, *slots;
     size_t count, es, seg, win;
+    /* The blocks: rank q owns elements [boff[q], boff[q] + bcnt[q]) of
+     * the input; element i of this rank's lands at out + (i - out0). */
+    const size_t *boff, *bcnt;
+    size_t out0;
     rp_treq_t *sends, *recvs;
     rp__eval_t ev;
 } rp_owners_t;
@@ -43,14 +51,13 @@ typedef struct rp_owners {
 /* Segment @j of block @q: its first element and length (0: none). */
 static size_t rp_seg(const rp_owners_t *o, int q, size_t j, size_t *len_p)
 {
-    const int n = o->c->size;
-    const size_t bcount = rp__chunk_count(o->count, n, q);
+    const size_t bcount = o->bcnt[q];
     const size_t start = j * o->seg;
 
     *len_p = start < bcount ? (bcount - start < o->seg ? bcount - start
                                                        : o->seg)
                             : 0;
-    return rp__chunk_offset(o->count, n, q) + start;
+    return o->boff[q] + start;
 }
 
 /* Receive slot of peer @p (its place in the list of n-1) for segment @j. */
@@ -124,19 +131,30 @@ static rp_status_t rp_reduce(rp_owners_t *o, size_t j)
                                     : rp_slot(o, p, j);
     }
     o->ev.p0 = off;
-    rp__eval(&o->ev, off, len, o->out + off * o->es);
+    rp__eval(&o->ev, off, len, o->out + (off - o->out0) * o->es);
     return RP_OK;
 }
 
+/* Elements in block @q: @counts[q], or the even split of @count. */
+static size_t rp_bcount(const size_t *counts, size_t count, int n, int q)
+{
+    return counts != NULL ? counts[q] : rp__chunk_count(count, n, q);
+}
+
 /* The first phase: block r of the output finished. */
-static rp_status_t rp_reduce_scatter(rp_owners_t *o)
+static rp_status_t rp_phase1(rp_owners_t *o)
 {
     rp_comm_t *c = o->c;
     const int n = c->size;
     size_t mine, most;
 
-    most = rp__seg_count(rp__chunk_count(o->count, n, 0), o->seg);
-    mine = rp__seg_count(rp__chunk_count(o->count, n, c->rank), o->seg);
+    most = 0;
+    for (int q = 0; q < n; q++) {
+        size_t k = rp__seg_count(o->bcnt[q], o->seg);
+
+        most = k > most ? k : most;
+    }
+    mine = rp__seg_count(o->bcnt[c->rank], o->seg);
     for (size_t j = 0; j < o->win; j++) {
         rp_status_t status = j < mine ? rp_post(o, j) : RP_OK;
 
@@ -205,32 +223,45 @@ static const rp__ring_ops_t rp_ag_ops = {
     .step = rp_ag_step,
 };
 
-rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
-                                 void *recvbuf, size_t count,
+/* Set @o up for the blocks @counts (NULL: @o->count split evenly, as
+ * rp__chunk_* cuts it), packed in rank order, and run the first phase. */
+static rp_status_t rp_owners_run(rp_owners_t *o, const size_t *counts,
                                  rp_dtype_t dtype, rp_op_t op, bool half_wire)
 {
+    rp_comm_t *c = o->c;
     const int n = c->size;
     const size_t es = rp_dtype_size(dtype);
     const size_t seg = c->seg_bytes / es > 0 ? c->seg_bytes / es : 1;
-    const size_t most = rp__seg_count(rp__chunk_count(count, n, 0), seg);
-    const size_t win = (size_t)c->window < most ? (size_t)c->window : most;
-    /* The operand lists first, then the slots, a cache line apart. */
-    const size_t lists = ((2 * (size_t)n * sizeof(void *)) + 63) & ~(size_t)63;
-    rp_owners_t o = {
-        .c = c, .in = sendbuf, .out = recvbuf, .count = count, .es = es,
-        .seg = seg, .win = win,
-    };
-    rp__ring_t ring = {.r = c->rank, .nblocks = n, .nsteps = n - 1,
-                       .count = count, .seg = seg, .send_own = true};
+    /* The operand lists and the block table first, then the slots, a
+     * cache line apart. */
+    const size_t lists = (2 * (size_t)n * (sizeof(void *) + sizeof(size_t)) +
+                          63) & ~(size_t)63;
+    size_t most = 0, win, *table;
     rp_treq_t *reqs;
     rp_status_t status;
     void *p;
 
+    for (int q = 0; q < n; q++) {
+        size_t k = rp__seg_count(rp_bcount(counts, o->count, n, q), seg);
+
+        most = k > most ? k : most;
+    }
+    win = (size_t)c->window < most ? (size_t)c->window : most;
+    o->es = es;
+    o->seg = seg;
+    o->win = win;
     status = rp__comm_scratch(c, &c->work,
                               lists + win * (size_t)(n - 1) * seg * es, &p);
     if (status == RP_OK) {
-        o.slots = (char *)p + lists;
-        status = rp__eval_init(c, &o.ev, n, (const void **)p, dtype, op,
+        o->slots = (char *)p + lists;
+        table = (size_t *)((char *)p + 2 * (size_t)n * sizeof(void *));
+        for (int q = 0; q < n; q++) {
+            table[n + q] = rp_bcount(counts, o->count, n, q);
+            table[q] = q == 0 ? 0 : table[q - 1] + table[n + q - 1];
+        }
+        o->boff = table;
+        o->bcnt = table + n;
+        status = rp__eval_init(c, &o->ev, n, (const void **)p, dtype, op,
                                half_wire);
     }
     if (status == RP_OK) {
@@ -239,13 +270,29 @@ rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
     if (status != RP_OK) {
         return status;
     }
-    o.sends = reqs;
-    o.recvs = reqs + most * (size_t)(n - 1);
-    status = rp_reduce_scatter(&o);
+    o->sends = reqs;
+    o->recvs = reqs + most * (size_t)(n - 1);
+    status = rp_phase1(o);
     if (status != RP_OK) {
         rp__comm_abandon(c);
+    }
+    return status;
+}
+
+rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 rp_dtype_t dtype, rp_op_t op, bool half_wire)
+{
+    const int n = c->size;
+    rp_owners_t o = {.c = c, .in = sendbuf, .out = recvbuf, .count = count};
+    rp__ring_t ring = {.r = c->rank, .nblocks = n, .nsteps = n - 1,
+                       .count = count, .send_own = true};
+    rp_status_t status = rp_owners_run(&o, NULL, dtype, op, half_wire);
+
+    if (status != RP_OK) {
         return status;
     }
+    ring.seg = o.seg;
     /* The second phase under a tag sequence of its own: a neighbour that
      * finished the first may already send, and its messages must not
      * match a receive of ours still posted for the first. */
@@ -254,4 +301,17 @@ rp_status_t rp__allreduce_owners(rp_comm_t *c, const void *sendbuf,
         return status;
     }
     return rp__ring_run(c, &ring, &rp_ag_ops, &o);
+}
+
+rp_status_t rp__reduce_scatter_owners(rp_comm_t *c, const void *sendbuf,
+                                      void *recvbuf, const size_t *counts,
+                                      rp_dtype_t dtype, rp_op_t op)
+{
+    rp_owners_t o = {.c = c, .in = sendbuf, .out = recvbuf};
+
+    for (int q = 0; q < c->size; q++) {
+        o.out0 += q < c->rank ? counts[q] : 0;
+        o.count += counts[q];
+    }
+    return rp_owners_run(&o, counts, dtype, op, false);
 }

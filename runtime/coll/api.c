@@ -3,10 +3,12 @@
  * context's device backend when it claims the call's buffers, else the
  * host rings. The blocking calls run on the caller's thread (after any
  * non-blocking ones still outstanding), the rp_i* ones are queued.
+ * The reduce-scatter and the all-to-all are in api_exchange.c.
  */
 #include "config.h"
 
 #include "ringpoint/coll.h"
+#include "coll/api.h"
 #include "coll/backend.h"
 #include "coll/comm.h"
 #include "coll/request.h"
@@ -18,14 +20,14 @@
 #include <stdint.h>
 
 /* Do [a, a+alen) and [b, b+blen) share a byte? */
-static bool rp_overlap(const void *a, size_t alen, const void *b, size_t blen)
+bool rp__api_overlap(const void *a, size_t alen, const void *b, size_t blen)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
 
     return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
 }
 
-static rp_status_t rp_check(const char *what, rp_context_h ctx,
+rp_status_t rp__api_check(const char *what, rp_context_h ctx,
                             rp_dtype_t dtype)
 {
     if (ctx == NULL) {
@@ -65,7 +67,7 @@ static rp_status_t rp_backend(rp_context_h ctx, const rp__coll_args_t *a,
 }
 
 /* A blocking collective: after the non-blocking ones still outstanding. */
-static rp_status_t rp_blocking(const char *what, rp_context_h ctx,
+rp_status_t rp__api_blocking(const char *what, rp_context_h ctx,
                                const rp__coll_args_t *a)
 {
     const rp__coll_backend_t *be;
@@ -78,7 +80,7 @@ static rp_status_t rp_blocking(const char *what, rp_context_h ctx,
 }
 
 /* A non-blocking one: @status is its argument check's. */
-static rp_status_t rp_start(const char *what, rp_context_h ctx,
+rp_status_t rp__api_start(const char *what, rp_context_h ctx,
                             const rp__coll_args_t *a, rp_status_t status,
                             rp_request_h *req)
 {
@@ -103,7 +105,7 @@ static rp_status_t rp_allreduce_args(const char *what, rp_context_h ctx,
                                      size_t count, rp_dtype_t dtype,
                                      rp_op_t op, rp__coll_args_t *a)
 {
-    rp_status_t status = rp_check(what, ctx, dtype);
+    rp_status_t status = rp__api_check(what, ctx, dtype);
     size_t bytes;
 
     if (status != RP_OK) {
@@ -122,7 +124,7 @@ static rp_status_t rp_allreduce_args(const char *what, rp_context_h ctx,
         rp_error("%s: count %zu overflows", what, count);
         return RP_ERR_INVALID_ARG;
     }
-    if (sendbuf != recvbuf && rp_overlap(sendbuf, bytes, recvbuf, bytes)) {
+    if (sendbuf != recvbuf && rp__api_overlap(sendbuf, bytes, recvbuf, bytes)) {
         rp_error("%s: sendbuf and recvbuf overlap without being equal", what);
         return RP_ERR_INVALID_ARG;
     }
@@ -142,7 +144,7 @@ rp_status_t rp_allreduce(rp_context_h ctx, const void *sendbuf, void *recvbuf,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking("rp_allreduce", ctx, &a);
+    return rp__api_blocking("rp_allreduce", ctx, &a);
 }
 
 rp_status_t rp_iallreduce(rp_context_h ctx, const void *sendbuf,
@@ -153,7 +155,7 @@ rp_status_t rp_iallreduce(rp_context_h ctx, const void *sendbuf,
     rp_status_t status = rp_allreduce_args("rp_iallreduce", ctx, sendbuf,
                                            recvbuf, count, dtype, op, &a);
 
-    return rp_start("rp_iallreduce", ctx, &a, status, req);
+    return rp__api_start("rp_iallreduce", ctx, &a, status, req);
 }
 
 /* The wire format a grouped allreduce asked for, resolved against the
@@ -190,7 +192,7 @@ static rp_status_t rp_group_args(const char *what, rp_context_h ctx,
                                  const rp_allreduce_opts_t *opts,
                                  rp__coll_args_t *a)
 {
-    rp_status_t status = rp_check(what, ctx, dtype);
+    rp_status_t status = rp__api_check(what, ctx, dtype);
     rp_compression_t comp;
     size_t es;
 
@@ -224,7 +226,7 @@ static rp_status_t rp_group_args(const char *what, rp_context_h ctx,
             return RP_ERR_INVALID_ARG;
         }
         if (sendbufs[i] != recvbufs[i] &&
-            rp_overlap(sendbufs[i], bytes, recvbufs[i], bytes)) {
+            rp__api_overlap(sendbufs[i], bytes, recvbufs[i], bytes)) {
             rp_error("%s: sendbuf and recvbuf %zu overlap without being equal",
                      what, i);
             return RP_ERR_INVALID_ARG;
@@ -261,7 +263,7 @@ rp_status_t rp_allreduce_group_opts(rp_context_h ctx,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking("rp_allreduce_group", ctx, &a);
+    return rp__api_blocking("rp_allreduce_group", ctx, &a);
 }
 
 rp_status_t rp_iallreduce_group(rp_context_h ctx, const void *const *sendbufs,
@@ -275,7 +277,7 @@ rp_status_t rp_iallreduce_group(rp_context_h ctx, const void *const *sendbufs,
                                        recvbufs, counts, nbufs, dtype, op,
                                        opts, &a);
 
-    return rp_start("rp_iallreduce_group", ctx, &a, status, req);
+    return rp__api_start("rp_iallreduce_group", ctx, &a, status, req);
 }
 
 static rp_status_t rp_broadcast_args(const char *what, rp_context_h ctx,
@@ -283,7 +285,7 @@ static rp_status_t rp_broadcast_args(const char *what, rp_context_h ctx,
                                      rp_dtype_t dtype, int root,
                                      rp__coll_args_t *a)
 {
-    rp_status_t status = rp_check(what, ctx, dtype);
+    rp_status_t status = rp__api_check(what, ctx, dtype);
     size_t bytes;
 
     if (status != RP_OK) {
@@ -318,7 +320,7 @@ rp_status_t rp_broadcast(rp_context_h ctx, void *buf, size_t count,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking("rp_broadcast", ctx, &a);
+    return rp__api_blocking("rp_broadcast", ctx, &a);
 }
 
 rp_status_t rp_ibroadcast(rp_context_h ctx, void *buf, size_t count,
@@ -328,7 +330,7 @@ rp_status_t rp_ibroadcast(rp_context_h ctx, void *buf, size_t count,
     rp_status_t status = rp_broadcast_args("rp_ibroadcast", ctx, buf, count,
                                            dtype, root, &a);
 
-    return rp_start("rp_ibroadcast", ctx, &a, status, req);
+    return rp__api_start("rp_ibroadcast", ctx, &a, status, req);
 }
 
 static rp_status_t rp_allgather_args(const char *what, rp_context_h ctx,
@@ -336,7 +338,7 @@ static rp_status_t rp_allgather_args(const char *what, rp_context_h ctx,
                                      size_t count, rp_dtype_t dtype,
                                      rp__coll_args_t *a)
 {
-    rp_status_t status = rp_check(what, ctx, dtype);
+    rp_status_t status = rp__api_check(what, ctx, dtype);
     size_t bytes;
     const char *mine;
 
@@ -356,9 +358,9 @@ static rp_status_t rp_allgather_args(const char *what, rp_context_h ctx,
     }
     mine = (const char *)recvbuf + (size_t)ctx->comm->rank * bytes;
     if (count > 0 && sendbuf != mine &&
-        (rp_overlap(sendbuf, bytes, recvbuf,
+        (rp__api_overlap(sendbuf, bytes, recvbuf,
                     (size_t)ctx->comm->rank * bytes) ||
-         rp_overlap(sendbuf, bytes, mine + bytes,
+         rp__api_overlap(sendbuf, bytes, mine + bytes,
                     (size_t)(ctx->comm->size - ctx->comm->rank - 1) * bytes))) {
         rp_error("%s: sendbuf overlaps another rank's part of recvbuf", what);
         return RP_ERR_INVALID_ARG;
@@ -378,7 +380,7 @@ rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf, void *recvbuf,
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking("rp_allgather", ctx, &a);
+    return rp__api_blocking("rp_allgather", ctx, &a);
 }
 
 rp_status_t rp_iallgather(rp_context_h ctx, const void *sendbuf,
@@ -389,7 +391,7 @@ rp_status_t rp_iallgather(rp_context_h ctx, const void *sendbuf,
     rp_status_t status = rp_allgather_args("rp_iallgather", ctx, sendbuf,
                                            recvbuf, count, dtype, &a);
 
-    return rp_start("rp_iallgather", ctx, &a, status, req);
+    return rp__api_start("rp_iallgather", ctx, &a, status, req);
 }
 
 static rp_status_t rp_barrier_args(const char *what, rp_context_h ctx,
@@ -411,7 +413,7 @@ rp_status_t rp_barrier(rp_context_h ctx)
     if (status != RP_OK) {
         return status;
     }
-    return rp_blocking("rp_barrier", ctx, &a);
+    return rp__api_blocking("rp_barrier", ctx, &a);
 }
 
 rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req)
@@ -419,5 +421,5 @@ rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req)
     rp__coll_args_t a;
     rp_status_t status = rp_barrier_args("rp_ibarrier", ctx, &a);
 
-    return rp_start("rp_ibarrier", ctx, &a, status, req);
+    return rp__api_start("rp_ibarrier", ctx, &a, status, req);
 }

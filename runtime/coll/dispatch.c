@@ -51,6 +51,16 @@ static rp_status_t rp_coll_run_one(rp_comm_t *c, const rp__coll_args_t *a)
         return rp__comm_allgather(c, a->sendbuf, a->recvbuf, a->count);
     case RP__COLL_BARRIER:
         return rp__comm_barrier(c);
+    case RP__COLL_REDUCE_SCATTER:
+        return rp__comm_reduce_scatter(c, a->sendbuf, a->recvbuf, a->table,
+                                       a->dtype, a->op);
+    case RP__COLL_ALLTOALL: {
+        const size_t n = (size_t)c->size;
+
+        return rp__comm_alltoall(c, a->sendbuf, a->table, a->table + n,
+                                 a->recvbuf, a->table + 2 * n,
+                                 a->table + 3 * n);
+    }
     }
     rp_error("collectives: unknown request kind %d", (int)a->kind);
     return RP_ERR_INVALID_ARG;

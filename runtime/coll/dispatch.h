@@ -25,6 +25,8 @@ typedef enum rp__coll_kind {
     RP__COLL_BROADCAST,
     RP__COLL_ALLGATHER,
     RP__COLL_BARRIER,
+    RP__COLL_REDUCE_SCATTER,
+    RP__COLL_ALLTOALL,
 } rp__coll_kind_t;
 
 /* A host collective's arguments, checked already, in the communicator's
@@ -42,6 +44,11 @@ typedef struct rp__coll_args {
     void *const *recvbufs;
     const size_t *counts;
     size_t nbufs;
+    /* Reduce-scatter: the blocks' element counts, one per rank. All-to-
+     * all: four such arrays in bytes, send counts, send displacements,
+     * receive counts, receive displacements. @ntable entries. */
+    const size_t *table;
+    size_t ntable;
     rp_compression_t compression; /* resolved: never DEFAULT */
     uint64_t signature; /* non-zero: check it across ranks first */
 } rp__coll_args_t;

@@ -180,15 +180,18 @@ void rp__comm_drain(rp_comm_t *c)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* A copy of @a whose grouped arrays live in the same allocation. */
+/* A copy of @a whose grouped arrays and table live in the same
+ * allocation. */
 static rp_host_req_t *rp_host_req_new(rp_comm_t *c, const rp__coll_args_t *a)
 {
     size_t n = a->kind == RP__COLL_ALLREDUCE_GROUP ? a->nbufs : 0;
+    size_t nt = a->table != NULL ? a->ntable : 0;
     rp_host_req_t *h;
     void **ptrs;
     size_t *counts;
 
-    h = malloc(sizeof(*h) + n * (2 * sizeof(void *) + sizeof(size_t)));
+    h = malloc(sizeof(*h) + n * (2 * sizeof(void *) + sizeof(size_t)) +
+               nt * sizeof(size_t));
     if (h == NULL) {
         rp_error("collectives: out of memory for a request");
         return NULL;
@@ -199,15 +202,19 @@ static rp_host_req_t *rp_host_req_new(rp_comm_t *c, const rp__coll_args_t *a)
     h->comm = c;
     atomic_init(&h->done, false);
     h->args = *a;
+    ptrs = (void **)(h + 1);
+    counts = (size_t *)(ptrs + 2 * n);
     if (n > 0) {
-        ptrs = (void **)(h + 1);
-        counts = (size_t *)(ptrs + 2 * n);
         memcpy(ptrs, a->sendbufs, n * sizeof(void *));
         memcpy(ptrs + n, a->recvbufs, n * sizeof(void *));
         memcpy(counts, a->counts, n * sizeof(size_t));
         h->args.sendbufs = (const void *const *)ptrs;
         h->args.recvbufs = (void *const *)(ptrs + n);
         h->args.counts = counts;
+    }
+    if (nt > 0) {
+        memcpy(counts + n, a->table, nt * sizeof(size_t));
+        h->args.table = counts + n;
     }
     return h;
 }

@@ -164,6 +164,69 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     return rp__allgather_ring(c, sendbuf, recvbuf, bytes);
 }
 
+rp_status_t rp__comm_reduce_scatter(rp_comm_t *c, const void *sendbuf,
+                                    void *recvbuf, const size_t *counts,
+                                    rp_dtype_t dtype, rp_op_t op)
+{
+    const size_t es = rp_dtype_size(dtype);
+    size_t total = 0, off = 0;
+    rp_status_t status;
+    void *p;
+
+    status = rp__comm_begin(c, "reduce-scatter");
+    for (int q = 0; q < c->size; q++) {
+        off += q < c->rank ? counts[q] : 0;
+        total += counts[q];
+    }
+    if (status != RP_OK || total == 0) {
+        return status;
+    }
+    if (c->size == 1) {
+        if (sendbuf != recvbuf) {
+            memcpy(recvbuf, sendbuf, total * es);
+        }
+        return RP_OK;
+    }
+    if (c->shm != NULL && total * es <= c->shm_max) {
+        /* Small, on one node: latency decides. The segment's allreduce
+         * (the same expression) into scratch, our block kept. */
+        status = rp__comm_scratch(c, &c->fuse, total * es, &p);
+        if (status == RP_OK) {
+            status = rp__shm_allreduce(c, sendbuf, p, total, dtype, op,
+                                       false);
+        }
+        if (status == RP_OK && counts[c->rank] > 0) {
+            memcpy(recvbuf, (char *)p + off * es, counts[c->rank] * es);
+        }
+        return status;
+    }
+    if (c->shm != NULL && c->shm->cma) {
+        /* Each rank reads its block of the peers' inputs where they lie. */
+        return rp__cma_reduce_scatter(c, sendbuf, recvbuf, counts, dtype, op);
+    }
+    /* Across nodes (the hierarchy's paths are allreduce's only): each
+     * block straight to its owner. */
+    return rp__reduce_scatter_owners(c, sendbuf, recvbuf, counts, dtype, op);
+}
+
+rp_status_t rp__comm_alltoall(rp_comm_t *c, const void *sendbuf,
+                              const size_t *scounts, const size_t *sdispls,
+                              void *recvbuf, const size_t *rcounts,
+                              const size_t *rdispls)
+{
+    rp_status_t status = rp__comm_begin(c, "alltoall");
+
+    if (status != RP_OK) {
+        return status;
+    }
+    if (c->shm != NULL && c->shm->cma && rp__cma_alltoall_fits(c)) {
+        return rp__cma_alltoall(c, sendbuf, scounts, sdispls, recvbuf,
+                                rcounts, rdispls);
+    }
+    return rp__alltoall_pairwise(c, sendbuf, scounts, sdispls, recvbuf,
+                                 rcounts, rdispls);
+}
+
 rp_status_t rp__comm_barrier(rp_comm_t *c)
 {
     rp_status_t status;

@@ -34,5 +34,17 @@ rp_status_t rp__comm_broadcast(rp_comm_t *c, void *buf, size_t bytes, int root);
 rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
                                void *recvbuf, size_t bytes_per_rank);
 rp_status_t rp__comm_barrier(rp_comm_t *c);
+/* Rank q gets block q (@counts[q] elements; the blocks packed in rank
+ * order in @sendbuf) of the allreduce of every rank's @sendbuf, with the
+ * allreduce's bits. */
+rp_status_t rp__comm_reduce_scatter(rp_comm_t *c, const void *sendbuf,
+                                    void *recvbuf, const size_t *counts,
+                                    rp_dtype_t dtype, rp_op_t op);
+/* In bytes: @scounts[q] from @sendbuf + @sdispls[q] to rank q,
+ * @rcounts[q] from rank q into @recvbuf + @rdispls[q]. */
+rp_status_t rp__comm_alltoall(rp_comm_t *c, const void *sendbuf,
+                              const size_t *scounts, const size_t *sdispls,
+                              void *recvbuf, const size_t *rcounts,
+                              const size_t *rdispls);
 
 #endif /* RP_COLL_SELECT_H */

@@ -161,6 +161,19 @@ rp_status_t rp__shm_barrier(struct rp_comm *c);
 rp_status_t rp__cma_allreduce(struct rp_comm *c, const void *sendbuf,
                               void *recvbuf, size_t count, rp_dtype_t dtype,
                               rp_op_t op, bool half_wire);
+/* Rank r's block of the allreduce's result, @counts[r] elements, into
+ * @recvbuf (the blocks packed in rank order in every @sendbuf). */
+rp_status_t rp__cma_reduce_scatter(struct rp_comm *c, const void *sendbuf,
+                                   void *recvbuf, const size_t *counts,
+                                   rp_dtype_t dtype, rp_op_t op);
+/* All-to-all in bytes (algo.h's rp__alltoall_pairwise's arguments): each
+ * rank reads its share out of every peer's input. Only where
+ * rp__cma_alltoall_fits: the displacements travel in the segment. */
+bool rp__cma_alltoall_fits(const struct rp_comm *c);
+rp_status_t rp__cma_alltoall(struct rp_comm *c, const void *sendbuf,
+                             const size_t *scounts, const size_t *sdispls,
+                             void *recvbuf, const size_t *rcounts,
+                             const size_t *rdispls);
 rp_status_t rp__cma_broadcast(struct rp_comm *c, void *buf, size_t bytes,
                               int root);
 rp_status_t rp__cma_allgather(struct rp_comm *c, const void *sendbuf,

@@ -340,14 +340,17 @@ rp_status_t rp__cma_allgather_iov(rp_comm_t *c, const void *src,
     return rp_sync(c, true);
 }
 
-rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
-                              void *recvbuf, size_t count, rp_dtype_t dtype,
-                              rp_op_t op, bool half_wire)
+/* Rank r's block [@off, @end) of the allreduce's result, a chunk at a
+ * time, into @out + (i - @out0) for element i; with @to_peers also into
+ * every peer's output (the allreduce), else into ours only (the
+ * reduce-scatter). */
+static rp_status_t rp_cma_reduce(rp_comm_t *c, const void *sendbuf,
+                                 void *recvbuf, size_t off, size_t end,
+                                 size_t out0, rp_dtype_t dtype, rp_op_t op,
+                                 bool half_wire, bool to_peers)
 {
     rp__shm_t *sh = c->shm;
     const int n = sh->n, r = sh->rank;
-    const size_t off = rp__chunk_offset(count, n, r);
-    const size_t end = off + rp__chunk_count(count, n, r);
     const char *in = sendbuf;
     char *out = recvbuf, *scratch;
     rp__eval_t a;
@@ -387,13 +390,13 @@ rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
         }
         if (status == RP_OK) {
             a.p0 = lo;
-            rp__eval(&a, lo, len, out + lo * a.es);
+            rp__eval(&a, lo, len, out + (lo - out0) * a.es);
         }
         /* The chunk is final: into every peer's output from the cache,
          * rather than read back from ours later. Only this rank touches
          * block r of any buffer, and it read the peers' inputs there
          * above, so in place this overwrites nothing still needed. */
-        for (int i = 1; i < n && status == RP_OK; i++) {
+        for (int i = 1; i < n && status == RP_OK && to_peers; i++) {
             const int q = (r + i) % n;
 
             status = rp_move(c, q, out + lo * a.es,
@@ -401,7 +404,91 @@ rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
                              true);
         }
     }
-    /* Once every rank posts, it has read what it needed of our input and
-     * written its block into our output. */
+    /* Once every rank posts, it has read what it needed of our input (and
+     * written its block into our output). */
+    return status != RP_OK ? status : rp_sync(c, true);
+}
+
+rp_status_t rp__cma_allreduce(rp_comm_t *c, const void *sendbuf,
+                              void *recvbuf, size_t count, rp_dtype_t dtype,
+                              rp_op_t op, bool half_wire)
+{
+    const int n = c->shm->n, r = c->shm->rank;
+    const size_t off = rp__chunk_offset(count, n, r);
+
+    return rp_cma_reduce(c, sendbuf, recvbuf, off,
+                         off + rp__chunk_count(count, n, r), 0, dtype, op,
+                         half_wire, true);
+}
+
+rp_status_t rp__cma_reduce_scatter(rp_comm_t *c, const void *sendbuf,
+                                   void *recvbuf, const size_t *counts,
+                                   rp_dtype_t dtype, rp_op_t op)
+{
+    size_t off = 0;
+
+    for (int q = 0; q < c->shm->rank; q++) {
+        off += counts[q];
+    }
+    return rp_cma_reduce(c, sendbuf, recvbuf, off, off + counts[c->shm->rank],
+                         off, dtype, op, false, false);
+}
+
+bool rp__cma_alltoall_fits(const rp_comm_t *c)
+{
+    return (size_t)(c->size + 1) * sizeof(uint64_t) <= RP_SHM_SMALL;
+}
+
+rp_status_t rp__cma_alltoall(rp_comm_t *c, const void *sendbuf,
+                             const size_t *scounts, const size_t *sdispls,
+                             void *recvbuf, const size_t *rcounts,
+                             const size_t *rdispls)
+{
+    rp__shm_t *sh = c->shm;
+    const int n = sh->n, r = sh->rank;
+    const size_t len = (size_t)(n + 1) * sizeof(uint64_t);
+    uint64_t *v;
+    uint32_t k;
+    void *p;
+    rp_status_t status;
+
+    /* Each rank posts its input's address and where in it each peer's
+     * share lies; every rank then reads its share out of every peer's
+     * input, one copy by the kernel. */
+    status = rp__comm_scratch(c, &c->tmp, len, &p);
+    if (status != RP_OK) {
+        return status;
+    }
+    v = p;
+    v[0] = (uintptr_t)sendbuf;
+    for (int q = 0; q < n; q++) {
+        v[q + 1] = sdispls[q];
+    }
+    status = rp__shm_publish(c, v, len);
+    k = sh->step;
+    if (status == RP_OK) {
+        status = rp__shm_wait_all(c, k);
+    }
+    if (status == RP_OK && scounts[r] > 0) {
+        memcpy((char *)recvbuf + rdispls[r],
+               (const char *)sendbuf + sdispls[r], scounts[r]);
+    }
+    /* Starting with the next rank, so that not everyone reads rank 0 at
+     * once. */
+    for (int i = 1; i < n && status == RP_OK; i++) {
+        const int q = (r + i) % n;
+        uint64_t theirs[2];
+
+        if (rcounts[q] == 0) {
+            continue;
+        }
+        memcpy(&theirs[0], rp__shm_data(sh, q, k, len), sizeof(uint64_t));
+        memcpy(&theirs[1], rp__shm_data(sh, q, k, len) +
+                               (size_t)(r + 1) * sizeof(uint64_t),
+               sizeof(uint64_t));
+        status = rp_read(c, q, (char *)recvbuf + rdispls[q],
+                         (uintptr_t)(theirs[0] + theirs[1]), rcounts[q]);
+    }
+    /* Once every rank posts, it has read what it needed of our input. */
     return status != RP_OK ? status : rp_sync(c, true);
 }

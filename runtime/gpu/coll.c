@@ -140,7 +140,6 @@ static rp_status_t rp_gpu_run(rp_context_h ctx, const rp__coll_args_t *a,
 {
     rp_status_t rc = RP_OK;
 
-    (void)what;
     if (a->signature != 0) {
         /* The cross-rank argument check runs on the host, in order after
          * the host collectives queued before this call. */
@@ -161,6 +160,12 @@ static rp_status_t rp_gpu_run(rp_context_h ctx, const rp__coll_args_t *a,
                                  : (void *)a->sendbuf, a->count, a->root);
     case RP__COLL_ALLGATHER:
         return rp__gpu_allgather(ctx, a->sendbuf, a->recvbuf, a->count);
+    case RP__COLL_REDUCE_SCATTER:
+    case RP__COLL_ALLTOALL:
+        /* Not on the device yet: say what to do instead. */
+        rp_error("%s: device memory is not supported yet; pass host "
+                 "buffers (copy the tensor to the CPU first)", what);
+        return RP_ERR_NOT_SUPPORTED;
     case RP__COLL_BARRIER:
         break;
     }

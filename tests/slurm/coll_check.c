@@ -7,7 +7,8 @@
  * result is known exactly. Pseudo-random float inputs then check what exact
  * values cannot: that all ranks get identical bits (hashes compared with an
  * allgather) and that a second run prints the same hash. Broadcast from
- * every root, allgather in and out of place, and the barrier follow; then
+ * every root, allgather in and out of place, the reduce-scatter and the
+ * all-to-all (coll_check_exchange.c), and the barrier follow; then
  * the non-blocking collectives and wire compression (coll_check_nb.c).
  *
  *   ringpoint-coll-check [-q]                 the full check
@@ -74,7 +75,7 @@ static uint16_t to_f16(float f)
     return rp__f32_to_f16_1(f);
 }
 
-static void store(rp_dtype_t t, void *buf, size_t i, double v)
+void store(rp_dtype_t t, void *buf, size_t i, double v)
 {
     char *p = (char *)buf + i * rp_dtype_size(t);
     uint8_t u8;
@@ -94,7 +95,7 @@ static void store(rp_dtype_t t, void *buf, size_t i, double v)
     }
 }
 
-static double load(rp_dtype_t t, const void *buf, size_t i)
+double load(rp_dtype_t t, const void *buf, size_t i)
 {
     const char *p = (const char *)buf + i * rp_dtype_size(t);
     uint8_t u8;
@@ -448,6 +449,8 @@ int main(int argc, char **argv)
         check_random(ctx, a, b, max_count);
         check_broadcast(ctx, a, max_count);
         check_allgather(ctx, a, b, max_count * 4);
+        check_reduce_scatter(ctx, max_count);
+        check_alltoall(ctx, max_count);
         check_barrier(ctx);
         check_nonblocking(ctx, max_count);
         check_compression(ctx, max_count);

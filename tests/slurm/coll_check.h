@@ -20,6 +20,14 @@ void check_status(const char *what, rp_status_t st);
 void check_identical(rp_context_h ctx, const char *what, const void *buf,
                      size_t len);
 
+/* Element @i of @buf of type @t, from or to a double (coll_check.c). */
+void store(rp_dtype_t t, void *buf, size_t i, double v);
+double load(rp_dtype_t t, const void *buf, size_t i);
+
+/* coll_check_exchange.c */
+void check_reduce_scatter(rp_context_h ctx, size_t max_count);
+void check_alltoall(rp_context_h ctx, size_t max_count);
+
 /* coll_check_nb.c */
 void check_nonblocking(rp_context_h ctx, size_t max_count);
 void check_compression(rp_context_h ctx, size_t max_count);

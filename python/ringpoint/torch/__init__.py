@@ -42,6 +42,9 @@ from ringpoint.torch.functions import (  # noqa: F401
     allgather_object, broadcast_object, broadcast_optimizer_state,
     broadcast_parameters,
 )
+from ringpoint.torch.exchange import (  # noqa: F401
+    alltoall, alltoall_async, grouped_reducescatter,
+    grouped_reducescatter_async, reducescatter, reducescatter_async)
 from ringpoint.torch.optimizer import DistributedOptimizer  # noqa: F401
 from ringpoint.torch.ddp import ddp_comm_hook, make_ddp_comm_hook  # noqa: F401
 from ringpoint.torch.checkpoint import Checkpoint, load_state_dict  # noqa: F401
