@@ -266,16 +266,16 @@ RP_API rp_status_t rp_barrier(rp_context_h ctx);
  *        does, and give rank q only block q of the result:
  *        @p recvcount elements.
  *
- * @p sendbuf holds size × @p recvcount elements, block q (for rank q)
- * from element q × @p recvcount on. Each element of a block has the bits
+ * @p sendbuf holds size * @p recvcount elements, block q (for rank q)
+ * from element q * @p recvcount on. Each element of a block has the bits
  * @ref rp_allreduce gives that element: the same expression of the ranks'
  * values, whatever the path, the layout or the block sizes. Each rank
- * sends and receives (size−1)/size of the buffer once, half an
+ * sends and receives (size-1)/size of the buffer once, half an
  * allreduce's traffic. Sharded data parallelism (ZeRO, FSDP) reduces
  * gradients straight into each rank's shard with it.
  *
  * @param ctx        A context from @ref rp_init.
- * @param sendbuf    size × @p recvcount elements.
+ * @param sendbuf    size * @p recvcount elements.
  * @param recvbuf    @p recvcount elements; must not overlap @p sendbuf.
  * @param recvcount  Elements per rank; 0 does nothing.
  * @param dtype      Element type.
@@ -289,7 +289,7 @@ RP_API rp_status_t rp_reduce_scatter(rp_context_h ctx, const void *sendbuf,
 /**
  * @brief @ref rp_reduce_scatter with blocks of their own sizes: rank q
  *        gets @p recvcounts[q] elements, block q starting after blocks
- *        0..q−1 in @p sendbuf. Every rank passes the same array.
+ *        0..q-1 in @p sendbuf. Every rank passes the same array.
  * @return As @ref rp_allreduce; RP_ERR_INVALID_ARG for a NULL array.
  */
 RP_API rp_status_t rp_reduce_scatterv(rp_context_h ctx, const void *sendbuf,
@@ -301,8 +301,8 @@ RP_API rp_status_t rp_reduce_scatterv(rp_context_h ctx, const void *sendbuf,
  *        rank q, and receives rank q's block for it into block q of
  *        @p recvbuf.
  *
- * @param sendbuf  size × @p count elements.
- * @param recvbuf  size × @p count elements; must not overlap @p sendbuf.
+ * @param sendbuf  size * @p count elements.
+ * @param recvbuf  size * @p count elements; must not overlap @p sendbuf.
  * @param count    Elements per pair of ranks; 0 does nothing.
  * @return As @ref rp_allreduce.
  */
