@@ -123,6 +123,65 @@ static void test_bad_arguments(void **state)
     rp_finalize(ctx);
 }
 
+/* One rank: the reduce-scatter is a copy of the input (its one block), the
+ * all-to-all too; the argument checks refuse what would read or write
+ * outside the buffers or mix them. */
+static void test_exchange_single_rank_and_arguments(void **state)
+{
+    rp_context_h ctx = single();
+    int32_t in[4] = {4, -1, 9, 2}, out[4] = {0};
+    size_t one = 4, huge = SIZE_MAX / 2;
+    rp_request_h req = NULL;
+    (void)state;
+
+    assert_int_equal(rp_reduce_scatter(ctx, in, out, 4, RP_DTYPE_INT32,
+                                       RP_OP_SUM), RP_OK);
+    assert_memory_equal(in, out, sizeof(in));
+    memset(out, 0, sizeof(out));
+    assert_int_equal(rp_reduce_scatterv(ctx, in, out, &one, RP_DTYPE_INT32,
+                                        RP_OP_MAX), RP_OK);
+    assert_memory_equal(in, out, sizeof(in));
+    memset(out, 0, sizeof(out));
+    assert_int_equal(rp_ireduce_scatter(ctx, in, out, 4, RP_DTYPE_INT32,
+                                        RP_OP_AVG, &req), RP_OK);
+    assert_int_equal(rp_wait(&req), RP_OK);
+    assert_memory_equal(in, out, sizeof(in));
+    memset(out, 0, sizeof(out));
+    assert_int_equal(rp_alltoall(ctx, in, out, 4, RP_DTYPE_INT32), RP_OK);
+    assert_memory_equal(in, out, sizeof(in));
+    memset(out, 0, sizeof(out));
+    assert_int_equal(rp_ialltoallv(ctx, in, &one, out, &one, RP_DTYPE_INT32,
+                                   &req), RP_OK);
+    assert_int_equal(rp_wait(&req), RP_OK);
+    assert_memory_equal(in, out, sizeof(in));
+    assert_int_equal(rp_reduce_scatter(ctx, NULL, NULL, 0, RP_DTYPE_FLOAT32,
+                                       RP_OP_SUM), RP_OK);
+
+    /* No in-place form: the result needs a buffer of its own. */
+    assert_int_equal(rp_reduce_scatter(ctx, in, in, 4, RP_DTYPE_INT32,
+                                       RP_OP_SUM), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_alltoall(ctx, in, in + 1, 2, RP_DTYPE_INT32),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_reduce_scatterv(ctx, in, out, NULL, RP_DTYPE_INT32,
+                                        RP_OP_SUM), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_alltoallv(ctx, in, &one, out, NULL, RP_DTYPE_INT32),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_reduce_scatter(ctx, in, out, 4, RP_DTYPE_INT32,
+                                       RP_OP_COUNT), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_reduce_scatter(ctx, in, NULL, 4, RP_DTYPE_INT32,
+                                       RP_OP_SUM), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_reduce_scatterv(ctx, in, out, &huge, RP_DTYPE_INT32,
+                                        RP_OP_SUM), RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_alltoall(NULL, in, out, 1, RP_DTYPE_INT32),
+                     RP_ERR_INVALID_ARG);
+    assert_int_equal(rp_ialltoall(ctx, in, out, 1, RP_DTYPE_COUNT, &req),
+                     RP_ERR_INVALID_ARG);
+    assert_null(req);
+    assert_int_equal(rp_ireduce_scatter(ctx, in, out, 1, RP_DTYPE_INT32,
+                                        RP_OP_SUM, NULL), RP_ERR_INVALID_ARG);
+    rp_finalize(ctx);
+}
+
 /* One rank: non-blocking calls complete with the blocking calls' results,
  * in order, blocking calls interleaved; NULL requests are complete. */
 static void test_single_rank_nonblocking(void **state)
@@ -299,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_pow2_and_mod),
         cmocka_unit_test(test_single_rank_collectives),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_exchange_single_rank_and_arguments),
         cmocka_unit_test(test_single_rank_nonblocking),
         cmocka_unit_test(test_single_rank_compression),
         cmocka_unit_test(test_nonblocking_bad_arguments),
