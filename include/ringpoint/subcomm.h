@@ -19,7 +19,8 @@
  *   rp_checkpoint and rp_ckpt_find refuse a sub-communicator's context
  *   (RP_ERR_INVALID_ARG).
  * - Host buffers only: a device buffer is refused (RP_ERR_NOT_SUPPORTED);
- *   the NCCL path serves the job's context.
+ *   the NCCL path serves the job's context. rp_cuda_set_stream and
+ *   rp_cuda_device on a sub-communicator act on the job's GPU path.
  * - Free a sub-communicator with @ref rp_comm_free (not rp_finalize, which
  *   refuses one). Freeing a context frees the sub-communicators made from
  *   it, and rp_finalize on the job's context frees all that are left: their

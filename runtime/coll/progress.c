@@ -143,7 +143,7 @@ static void *rp_progress_main(void *arg)
         status = rp__coll_run(h->comm, &h->args);
         h->comm->spin_ns = h->comm->spin_fg_ns;
         if (status != RP_OK && h->comm->name != NULL) {
-            rp_error("non-blocking %s on %s (rank %d of it) failed: %s",
+            rp_error("non-blocking %s on %s, as its rank %d, failed: %s",
                      h->comm->op, h->comm->name, h->comm->rank,
                      rp_status_string(status));
         }

@@ -149,7 +149,11 @@ static rp_status_t rp_sub_new(rp_context_h parent, const int *members, int m,
     d->rank = rank;
     d->size = m;
     d->parent_rank = parent->comm->rank;
-    /* Borrowed from the job; checkpoints and the GPU path stay its own. */
+    /* Borrowed from the job; checkpoints and the GPU path stay its own
+     * (rp_cuda_set_stream and rp_cuda_device on a sub-communicator act on
+     * the job's GPU path, which is this process's; the backend refuses
+     * device buffers). */
+    ctx->gpu = job->gpu;
     ctx->bootstrap = job->bootstrap;
     ctx->settings = job->settings;
     ctx->left = job->left;

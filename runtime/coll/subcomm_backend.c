@@ -61,7 +61,7 @@ static rp_status_t rp_sub_run(rp_context_h ctx, const rp__coll_args_t *a,
     rp_sub_adopt(c);
     status = rp__coll_host_backend.run(ctx, a, what);
     if (status != RP_OK) {
-        rp_error("%s on %s (rank %d of it) failed: %s", what, ctx->sub->name,
+        rp_error("%s on %s, as its rank %d, failed: %s", what, ctx->sub->name,
                  ctx->sub->rank, rp_status_string(status));
     }
     return status;

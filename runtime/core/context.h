@@ -40,7 +40,8 @@ struct rp_context {
     struct rp__ckpt_engine *ckpt; /* registered state; NULL until used */
     struct rp__gpu *gpu;       /* the GPU path (runtime/gpu/path.h) */
     /* Runs the collectives on device buffers (the GPU path's, set by
-     * rp__gpu_init); NULL: host buffers only. coll/backend.h. */
+     * rp__gpu_init; on a sub-context, coll/subcomm.h's, which refuses
+     * them); NULL: host buffers only. coll/backend.h. */
     const struct rp__coll_backend *coll_device;
     /* Sub-communicators (coll/subcomm.c): NULL for the job's context, else
      * what this sub-context adds; the live sub-contexts made from this one

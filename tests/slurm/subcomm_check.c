@@ -12,6 +12,10 @@
  * type holds exactly.
  *
  *   ringpoint-subcomm-check        (under mpirun or srun --mpi=pmix)
+ *   ringpoint-subcomm-check -k     job rank 2 leaves after the even/odd
+ *                                  split; the even ranks' allreduce on
+ *                                  their sub-communicator must fail, and
+ *                                  the job's context with it
  *
  * Rank 0 prints one line per check, "subcomm-check: ok - NAME" or
  * "subcomm-check: not ok - NAME (N ranks failed)", with the details on the
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LARGE 300000 /* float32s: 1.2 MB, the large-message path */
 
@@ -381,7 +386,32 @@ static void check_refusals(rp_context_h sub)
     verdict("checkpoint regions on a sub-communicator: refused");
 }
 
-int main(void)
+/* -k: rank 2 goes; the others report what their collectives return. */
+static int run_kill(void)
+{
+    rp_context_h eo = NULL;
+    rp_status_t sub_rc = RP_OK, job_rc;
+    int32_t v = 1;
+
+    if (rp_comm_split(g_job, g_rank % 2, g_rank, &eo) != RP_OK) {
+        return 2;
+    }
+    if (g_rank == 2) {
+        _exit(0); /* without a word: the others must notice */
+    }
+    if (g_rank % 2 == 0) {
+        sub_rc = rp_allreduce(eo, &v, &v, 1, RP_DTYPE_INT32, RP_OP_SUM);
+    }
+    job_rc = rp_allreduce(g_job, &v, &v, 1, RP_DTYPE_INT32, RP_OP_SUM);
+    printf("subcomm-check: rank %d: sub allreduce returned '%s', job "
+           "allreduce returned '%s'\n", g_rank, rp_status_string(sub_rc),
+           rp_status_string(job_rc));
+    fflush(stdout);
+    /* The job is broken: leave without rp_finalize's barrier. */
+    _exit(job_rc != RP_OK && (g_rank % 2 == 1 || sub_rc != RP_OK) ? 0 : 1);
+}
+
+int main(int argc, char **argv)
 {
     rp_context_h eo = NULL, rev = NULL, grp = NULL, eo2 = NULL, part = NULL;
     plan_t peo = {.me = -1}, prev = {.me = -1}, pgrp = {.me = -1},
@@ -402,6 +432,13 @@ int main(void)
     if (g_size > 64) {
         fprintf(stderr, "subcomm-check: at most 64 ranks\n");
         return 2;
+    }
+    if (argc > 1 && strcmp(argv[1], "-k") == 0) {
+        if (g_size < 3) {
+            fprintf(stderr, "subcomm-check: -k needs 3 ranks or more\n");
+            return 2;
+        }
+        return run_kill();
     }
     buf = malloc(LARGE * sizeof(double));
     if (buf == NULL) {

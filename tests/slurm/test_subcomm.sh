@@ -59,4 +59,17 @@ test_subcomm_refusals_name_the_rank() {
     assert_contains "$out" "checkpoints belong to the whole job"
 }
 
+# A rank that leaves after a split: its sub-communicator's peers fail
+# naming it and the sub-communicator, and the job's context fails with it
+# (ranks outside that sub-communicator learn it there).
+test_subcomm_failure_breaks_the_job() {
+    local out
+    out=$(RINGPOINT_COLL_TIMEOUT=20s srun --mpi=pmix -N2 -n4 --kill-on-bad-exit=0 \
+        "$CHECK" -k 2>&1) || true
+    echo "$out"
+    assert_contains "$out" "rank 2 failed"
+    assert_contains "$out" "rp_allreduce on sub-communicator"
+    assert_contains "$out" "subcomm-check: rank 0: sub allreduce returned 'peer failed', job allreduce returned 'peer failed'"
+}
+
 run_all

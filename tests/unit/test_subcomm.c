@@ -261,6 +261,8 @@ static void test_single_rank_api(void **state)
                                         RP_REGION_REPLICATED),
                      RP_ERR_INVALID_ARG);
     assert_int_equal(rp_checkpoint(sub, 1), RP_ERR_INVALID_ARG);
+    /* The GPU path is the job's: a stream set on a sub is the process's. */
+    assert_int_equal(rp_cuda_set_stream(sub, NULL), RP_OK);
 
     /* A sub of the sub, and an explicit group of it. */
     assert_int_equal(rp_comm_split(sub, 0, 0, &sub2), RP_OK);
