@@ -8,5 +8,6 @@ ringpointinclude_HEADERS = \
 	include/ringpoint/cuda.h \
 	include/ringpoint/context.h \
 	include/ringpoint/status.h \
+	include/ringpoint/subcomm.h \
 	include/ringpoint/types.h
 nodist_ringpointinclude_HEADERS = include/ringpoint/version.h

@@ -17,5 +17,6 @@
 #include <ringpoint/coll.h>
 #include <ringpoint/ckpt.h>
 #include <ringpoint/cuda.h>
+#include <ringpoint/subcomm.h>
 
 #endif /* RINGPOINT_H */

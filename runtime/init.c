@@ -14,6 +14,7 @@
 #include "coll/comm_create.h"
 #include "coll/progress.h"
 #include "coll/select.h"
+#include "coll/subcomm.h"
 #include "gpu/path.h"
 #include "reduce/reduce.h"
 #include "signal/signal.h"
@@ -195,6 +196,12 @@ void rp_finalize(rp_context_h ctx)
     if (ctx == NULL || rp__fork_check("rp_finalize") != RP_OK) {
         return; /* a forked child: its copy is left alone (core/fork.h) */
     }
+    if (ctx->sub != NULL) {
+        rp_error("rp_finalize: ctx is %s: free it with rp_comm_free; "
+                 "rp_finalize takes the context rp_init returned",
+                 ctx->sub->name);
+        return;
+    }
     /* First, while the collectives still work: a checkpoint in flight is
      * committed (it needs them). */
     rp__ckpt_engine_destroy(ctx);
@@ -211,6 +218,9 @@ void rp_finalize(rp_context_h ctx)
      * UCX aborts, "Assertion `worker->inprogress++ == 0' failed", on every
      * rank that finalized with an rp_iallreduce not yet waited for). */
     if (ctx->comm != NULL) {
+        /* The sub-communicators still live go first (their queued
+         * collectives run, ringpoint/subcomm.h): they borrow what follows. */
+        rp__subcomm_free_all(ctx);
         rp__comm_sync(ctx->comm);
     }
     if (ctx->comm != NULL && ctx->comm->broken == RP_OK &&
@@ -225,6 +235,7 @@ void rp_finalize(rp_context_h ctx)
     }
     rp__comm_quiesce(ctx->comm);
     rp__transport_destroy(ctx->transport);
+    rp__subcomm_reap(ctx);
     rp__comm_destroy(ctx->comm);
     rp__bootstrap_finalize(ctx->bootstrap);
     /* Last: until here a repeated stop signal must not kill this rank

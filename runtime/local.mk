@@ -51,6 +51,9 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/shm_cma.c \
 	runtime/coll/hier.c runtime/coll/hier.h runtime/coll/hier_setup.c \
 	runtime/coll/tune.c runtime/coll/tune.h \
+	runtime/coll/subcomm.c runtime/coll/subcomm.h \
+	runtime/coll/subcomm_backend.c \
+	runtime/coll/subcomm_plan.c runtime/coll/subcomm_plan.h \
 	runtime/gpu/gpu.h runtime/gpu/path.h \
 	runtime/gpu/gpu.c runtime/gpu/coll.c runtime/gpu/loader.c \
 	runtime/gpu/probe.c \

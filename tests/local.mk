@@ -15,7 +15,8 @@ UNIT_TESTS = tests/unit/test_parse tests/unit/test_status \
 	tests/unit/test_ckpt_regions \
 	tests/unit/test_gpu_binding tests/unit/test_gpu_path \
 	tests/unit/test_liveness tests/unit/test_host_share \
-	tests/unit/test_coll_tune tests/unit/test_reduce
+	tests/unit/test_coll_tune tests/unit/test_reduce \
+	tests/unit/test_subcomm
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 # The unit tests' shared random data (header only).
@@ -135,6 +136,11 @@ tests_unit_test_gpu_path_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_gpu_path_LDADD = $(UNIT_LIBS)
 tests_unit_test_gpu_path_LDFLAGS = $(UNIT_LINKFLAGS)
 
+tests_unit_test_subcomm_SOURCES = tests/unit/test_subcomm.c
+tests_unit_test_subcomm_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_subcomm_LDADD = $(UNIT_LIBS)
+tests_unit_test_subcomm_LDFLAGS = $(UNIT_LINKFLAGS)
+
 tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
 tests_unit_test_coll_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_coll_LDADD = $(UNIT_LIBS)
@@ -217,7 +223,7 @@ EXTRA_DIST += tests/lib/harness.sh tests/lib/jobs.sh tests/slurm/test_bootstrap.
 	tests/slurm/test_python.sh tests/slurm/test_storage.sh \
 	tests/slurm/test_netns.sh tests/slurm/test_flush.sh \
 	tests/slurm/test_node_faults.sh tests/slurm/test_fork.sh \
-	tests/slurm/test_reinit.sh
+	tests/slurm/test_reinit.sh tests/slurm/test_subcomm.sh
 
 # The collectives' correctness program, installed for the integration test
 # (tests/slurm/test_coll.sh) to run under srun and mpirun.
@@ -226,6 +232,11 @@ tests_slurm_ringpoint_coll_check_SOURCES = tests/slurm/coll_check.c \
 	tests/slurm/coll_check_nb.c tests/slurm/coll_check_layout.c \
 	tests/slurm/coll_check_exchange.c tests/slurm/coll_check.h
 tests_slurm_ringpoint_coll_check_LDADD = runtime/libringpoint.la -lm
+
+# Sub-communicators on a real launch (tests/slurm/test_subcomm.sh).
+pkglibexec_PROGRAMS += tests/slurm/ringpoint-subcomm-check
+tests_slurm_ringpoint_subcomm_check_SOURCES = tests/slurm/subcomm_check.c
+tests_slurm_ringpoint_subcomm_check_LDADD = runtime/libringpoint.la
 
 # A large collective then a wait outside the library (tests/slurm/test_flush.sh).
 pkglibexec_PROGRAMS += tests/slurm/ringpoint-flush-check

@@ -21,7 +21,8 @@ RP_MKMAN_DEPS = $(srcdir)/doc/man/mkman.sh Makefile
 RP_MAN_HDRS = $(srcdir)/include/ringpoint/context.h \
 	$(srcdir)/include/ringpoint/coll.h $(srcdir)/include/ringpoint/ckpt.h \
 	$(srcdir)/include/ringpoint/cuda.h $(srcdir)/include/ringpoint/status.h \
-	$(srcdir)/include/ringpoint/types.h
+	$(srcdir)/include/ringpoint/types.h \
+	$(srcdir)/include/ringpoint/subcomm.h
 
 doc/man/ringpoint.8: $(srcdir)/doc/man/ringpoint.8.in $(RP_MKMAN_DEPS)
 	$(AM_V_GEN)$(MKDIR_P) doc/man && \

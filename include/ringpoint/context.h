@@ -63,7 +63,8 @@ enum rp_context_attr_field {
     RP_CONTEXT_ATTR_FIELD_BOOTSTRAP     = 1u << 7, /**< bootstrap */
     RP_CONTEXT_ATTR_FIELD_JOB_ID        = 1u << 8, /**< job_id */
     RP_CONTEXT_ATTR_FIELD_CKPT_INTERVAL = 1u << 9, /**< ckpt_interval_s */
-    RP_CONTEXT_ATTR_FIELD_RING          = 1u << 10 /**< left_/right_ fields */
+    RP_CONTEXT_ATTR_FIELD_RING          = 1u << 10, /**< left_/right_ fields */
+    RP_CONTEXT_ATTR_FIELD_PARENT        = 1u << 11  /**< parent_rank, job_rank */
 };
 
 /**
@@ -88,6 +89,11 @@ typedef struct rp_context_attr {
     int right_rank;                /**< Next rank on the ring. */
     char left_node[RP_NAME_MAX];   /**< Node of @p left_rank, learnt through the address exchange. */
     char right_node[RP_NAME_MAX];  /**< Node of @p right_rank, learnt through the address exchange. */
+    /** A sub-communicator's (ringpoint/subcomm.h): this rank in the context
+     *  it was made from; -1 for the job's context. (rank and size are the
+     *  sub-communicator's; the node, job and ring fields the job's.) */
+    int parent_rank;
+    int job_rank;                  /**< This process's rank in the job. */
 } rp_context_attr_t;
 
 /**

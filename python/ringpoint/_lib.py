@@ -42,6 +42,8 @@ ctx_t = ctypes.c_void_p           # rp_context_h
 req_t = ctypes.c_void_p           # rp_request_h
 
 RP_NAME_MAX = 64
+RP_UNDEFINED = -32766             # rp_comm_split: join no sub-communicator
+RP_CONTEXT_ATTR_FIELD_PARENT = 1 << 11  # ContextAttr.parent_rank, job_rank
 
 
 class InitParams(ctypes.Structure):
@@ -62,6 +64,7 @@ class ContextAttr(ctypes.Structure):
         ("left_rank", c_int), ("right_rank", c_int),
         ("left_node", ctypes.c_char * RP_NAME_MAX),
         ("right_node", ctypes.c_char * RP_NAME_MAX),
+        ("parent_rank", c_int), ("job_rank", c_int),
     ]
 
 
@@ -116,6 +119,9 @@ _declare("rp_version", ctypes.c_char_p)
 _declare("rp_init", c_int, P(InitParams), P(ctx_t))
 _declare("rp_finalize", None, ctx_t)
 _declare("rp_context_query", c_int, ctx_t, P(ContextAttr))
+_declare("rp_comm_split", c_int, ctx_t, c_int, c_int, P(ctx_t))
+_declare("rp_comm_create_group", c_int, ctx_t, P(c_int), c_int, P(ctx_t))
+_declare("rp_comm_free", None, ctx_t)
 _declare("rp_allreduce", c_int, ctx_t, c_void, c_void, c_size, c_int, c_int)
 _declare("rp_allreduce_group_opts", c_int, ctx_t, P(c_void), P(c_void),
          P(c_size), c_size, c_int, c_int, P(AllreduceOpts))

@@ -113,20 +113,52 @@ typedef struct rp_comm {
     const int *world;
     struct rp_comm *parent;
     uint32_t seq_base;
+    /* An API sub-communicator's name for messages ("sub-communicator 3
+     * (job ranks 0,2,4)"); NULL for the job's and the hierarchy's. */
+    const char *name;
     /* The job's hierarchy when its ranks span nodes (hier.h), else NULL;
      * auto takes it for allreduces up to hier_max (tune.h, select.c). */
     struct rp__hier *hier;
     size_t hier_max;
 } rp_comm_t;
 
-/* Tags: 28 bits of sequence number, 16 bits of message index. The last
- * sequence value is reserved for failure notices. A communicator counts
- * in 27 bits; the hierarchy's sub-communicators set the 28th (seq_base),
- * so their messages never match the job's between the same two ranks. */
+/* Tags: 28 bits of sequence number, 16 bits of message index. The 28
+ * bits are split so that the messages of different communicators between
+ * the same two ranks never match each other:
+ *
+ *   bit 27  26  25..16  15..0
+ *       0   0   the job's sequence, 26 bits
+ *       1   the hierarchy's sub-communicators' sequence, 27 bits
+ *       0   1   id      a sub-communicator's sequence, 16 bits
+ *
+ * and the last value (all ones) is the failure notices'. The job's prefix
+ * and the hierarchy's never end in all ones (their counters stop short of
+ * it), a sub-communicator's has bit 27 clear. The hierarchy's
+ * sub-communicators never share two ranks (a node's ranks, its leaders,
+ * the lanes are disjoint pairs), so they need no id. A sub-communicator of
+ * the API (coll/subcomm.c) gets an id that no live communicator of any of
+ * its members holds, agreed on at creation, the same on every member: two
+ * live ones that share two ranks have different ids. Each counter wraps;
+ * that is safe because the transport matches messages of one source and
+ * one tag in the order they were sent, and because a communicator has far
+ * fewer collectives in flight than its wrap (the queue runs one at a time,
+ * and no rank gets more than a few collectives ahead of a peer it needs). */
 #define RP_COMM_SEQ_MASK    0x0FFFFFFFu
 #define RP_COMM_NOTICE_SEQ  RP_COMM_SEQ_MASK
 #define RP_COMM_SEQ_WRAP    0x07FFFFFFu
 #define RP_COMM_SEQ_SUB     0x08000000u
+#define RP_COMM_SEQ_JOB     0x03FFFFFFu /* the job's bits */
+#define RP_COMM_SEQ_USER    0x04000000u /* an API sub-communicator */
+#define RP_COMM_SEQ_ID_SHIFT 16
+#define RP_COMM_SEQ_ID_MAX  1024u
+#define RP_COMM_SEQ_USER_SEQ 0xFFFFu
+
+/* The sequence prefix of the API sub-communicator @id. */
+static inline uint32_t rp__comm_user_base(unsigned id)
+{
+    return RP_COMM_SEQ_USER |
+           ((id & (RP_COMM_SEQ_ID_MAX - 1)) << RP_COMM_SEQ_ID_SHIFT);
+}
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t rp__comm_now_ns(void);
@@ -137,7 +169,13 @@ rp_status_t rp__comm_begin(rp_comm_t *c, const char *op);
 
 static inline uint64_t rp__comm_tag(const rp_comm_t *c, size_t index)
 {
-    return ((uint64_t)((c->seq | c->seq_base) & RP_COMM_SEQ_MASK) << 16) |
+    const uint32_t keep = (c->seq_base & RP_COMM_SEQ_USER) != 0
+                              ? RP_COMM_SEQ_USER_SEQ
+                          : c->seq_base != 0 ? RP_COMM_SEQ_WRAP
+                                             : RP_COMM_SEQ_JOB;
+
+    return ((uint64_t)(((c->seq & keep) | c->seq_base) & RP_COMM_SEQ_MASK)
+            << 16) |
            (index & 0xFFFFu);
 }
 

@@ -21,6 +21,18 @@
  * non-blocking calls started before it. The mutex hands the communicator's
  * state over between the two; UCX's worker is created SERIALIZED for the
  * same reason.
+ *
+ * Sub-communicators (the hierarchy's, the API's: coll/subcomm.c) share the
+ * job's transport, so they share its queue and thread too: a request on a
+ * sub-communicator goes into the job's queue (rp__comm_root) and the
+ * thread runs it on the sub-communicator. Two threads, one a
+ * sub-communicator's, would drive the one UCX worker at once; a lock
+ * around each collective would serialise them as well, but in whatever
+ * order the threads took it, which differs between ranks and deadlocks
+ * two collectives that the ranks take in opposite orders. One queue runs
+ * them in call order, so ranks that issue calls on different
+ * communicators in the same order never wait on each other in a cycle;
+ * and a blocking call on any of them drains the job's queue first.
  */
 #include "config.h"
 
@@ -58,8 +70,16 @@ static rp_status_t rp_host_wait(struct rp_request *req)
 {
     rp_host_req_t *h = (rp_host_req_t *)req;
     rp_comm_t *c = h->comm;
-    rp_comm_progress_t *p = &c->prog;
-    uint64_t end = rp__comm_now_ns() + RP_WAIT_POLL_NS;
+    rp_comm_progress_t *p;
+    uint64_t end;
+
+    /* Done: the communicator may be gone already (a sub-communicator
+     * freed after its queue drained), so touch nothing of it. */
+    if (rp_host_test(req)) {
+        return req->status;
+    }
+    p = &rp__comm_root(c)->prog;
+    end = rp__comm_now_ns() + RP_WAIT_POLL_NS;
 
     /* Oversubscribed, the poll yields: the progress thread may need this
      * core. (c->yield is set once at creation: safe to read here.) */
@@ -117,10 +137,16 @@ static void *rp_progress_main(void *arg)
         pthread_mutex_unlock(&p->mu);
 
         /* The application computes meanwhile: poll only briefly before
-         * sleeping on the transport, so as not to take its core. */
-        c->spin_ns = c->spin_bg_ns;
-        status = rp__coll_run(c, &h->args);
-        c->spin_ns = c->spin_fg_ns;
+         * sleeping on the transport, so as not to take its core. h->comm:
+         * c's own or a sub-communicator's (the file's comment). */
+        h->comm->spin_ns = h->comm->spin_bg_ns;
+        status = rp__coll_run(h->comm, &h->args);
+        h->comm->spin_ns = h->comm->spin_fg_ns;
+        if (status != RP_OK && h->comm->name != NULL) {
+            rp_error("non-blocking %s on %s, as its rank %d, failed: %s",
+                     h->comm->op, h->comm->name, h->comm->rank,
+                     rp_status_string(status));
+        }
 
         pthread_mutex_lock(&p->mu);
         h->base.status = status;
@@ -171,7 +197,7 @@ void rp__progress_fini(rp_comm_t *c)
 
 void rp__comm_drain(rp_comm_t *c)
 {
-    rp_comm_progress_t *p = &c->prog;
+    rp_comm_progress_t *p = &rp__comm_root(c)->prog;
 
     pthread_mutex_lock(&p->mu);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
@@ -222,7 +248,8 @@ static rp_host_req_t *rp_host_req_new(rp_comm_t *c, const rp__coll_args_t *a)
 rp_status_t rp__coll_start(rp_comm_t *c, const rp__coll_args_t *a,
                            rp_request_h *req_p)
 {
-    rp_comm_progress_t *p = &c->prog;
+    rp_comm_t *root = rp__comm_root(c);
+    rp_comm_progress_t *p = &root->prog;
     rp_host_req_t *h;
     int err;
 
@@ -233,7 +260,7 @@ rp_status_t rp__coll_start(rp_comm_t *c, const rp__coll_args_t *a,
     pthread_mutex_lock(&p->mu);
     if (!p->started) {
         p->quit = false;
-        err = pthread_create(&p->thread, NULL, rp_progress_main, c);
+        err = pthread_create(&p->thread, NULL, rp_progress_main, root);
         if (err != 0) {
             pthread_mutex_unlock(&p->mu);
             rp_error("collectives: cannot start the progress thread: %s",

@@ -22,16 +22,19 @@ void rp__comm_drain(rp_comm_t *c);
 
 /* Before a blocking collective: order it after the non-blocking ones, and
  * take the communicator back from the progress thread. One atomic load
- * when nothing is queued. */
+ * when nothing is queued. A sub-communicator's are the job's queue and
+ * thread (progress.c). */
 static inline void rp__comm_sync(rp_comm_t *c)
 {
-    if (atomic_load_explicit(&c->prog.pending, memory_order_acquire) != 0) {
+    if (atomic_load_explicit(&rp__comm_root(c)->prog.pending,
+                             memory_order_acquire) != 0) {
         rp__comm_drain(c);
     }
 }
 
-/* Queue @a on the communicator's progress thread and return its request;
- * the grouped arrays are copied. */
+/* Queue @a on the communicator's progress thread (the job's, for a
+ * sub-communicator) and return its request; the grouped arrays are
+ * copied. */
 rp_status_t rp__coll_start(rp_comm_t *c, const rp__coll_args_t *a,
                            rp_request_h *req_p);
 

@@ -49,5 +49,24 @@ rp_status_t rp_context_query(rp_context_h ctx, rp_context_attr_t *attr)
         rp_copy_name(attr->left_node, ctx->left.node_name);
         rp_copy_name(attr->right_node, ctx->right.node_name);
     }
+    if (ctx->sub != NULL) {
+        /* A sub-communicator's own place; the rest is the job's. */
+        if (m & RP_CONTEXT_ATTR_FIELD_RANK) attr->rank = ctx->sub->rank;
+        if (m & RP_CONTEXT_ATTR_FIELD_SIZE) attr->size = ctx->sub->size;
+    }
+    if (m & RP_CONTEXT_ATTR_FIELD_PARENT) {
+        attr->parent_rank = ctx->sub != NULL ? ctx->sub->parent_rank : -1;
+        attr->job_rank = bs->rank;
+    }
+    return RP_OK;
+}
+
+rp_status_t rp__context_job_only(rp_context_h ctx, const char *what)
+{
+    if (ctx != NULL && ctx->sub != NULL) {
+        rp_error("%s: ctx is %s; checkpoints belong to the whole job: pass "
+                 "the context rp_init returned", what, ctx->sub->name);
+        return RP_ERR_INVALID_ARG;
+    }
     return RP_OK;
 }

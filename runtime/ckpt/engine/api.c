@@ -41,6 +41,9 @@ static rp__ckpt_engine_t *rp_api_engine(rp_context_h ctx, const char *what,
         return NULL;
     }
     *rc_p = rp__fork_check(what);
+    if (*rc_p == RP_OK) {
+        *rc_p = rp__context_job_only(ctx, what);
+    }
     if (*rc_p != RP_OK) {
         return NULL;
     }
