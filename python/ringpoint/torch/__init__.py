@@ -43,6 +43,7 @@ from ringpoint.torch.functions import (  # noqa: F401
     broadcast_parameters,
 )
 from ringpoint.torch.optimizer import DistributedOptimizer  # noqa: F401
+from ringpoint.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
 from ringpoint.torch.ddp import ddp_comm_hook, make_ddp_comm_hook  # noqa: F401
 from ringpoint.torch.checkpoint import Checkpoint, load_state_dict  # noqa: F401
 from ringpoint.torch.data import DistributedSampler  # noqa: F401
