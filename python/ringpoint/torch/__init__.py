@@ -34,7 +34,8 @@ from ringpoint.torch.mpi_ops import (  # noqa: F401
     Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,
     allreduce, allreduce_, allreduce_async, allreduce_async_, barrier,
     broadcast, broadcast_, broadcast_async, broadcast_async_,
-    global_process_set, grouped_allreduce, grouped_allreduce_,
+    global_process_set, grouped_allgather, grouped_allgather_async,
+    grouped_allreduce, grouped_allreduce_,
     grouped_allreduce_async, grouped_allreduce_async_, join, poll,
     synchronize,
 )
