@@ -20,6 +20,7 @@ HorovodInternalError is ringpoint.CollectiveError (a rank died, the
 transport failed).
 """
 import os as _os
+import warnings as _warnings
 
 import torch as _torch  # noqa: F401  (fail early and clearly without torch)
 
@@ -154,9 +155,29 @@ def mpi_threads_supported():
     return False
 
 
+_timeline_warned = False
+
+
+def _timeline_warning(what):
+    # Once per process, from rank 0 only: a script calls these once, and
+    # one line per rank would bury the rest of the output.
+    global _timeline_warned
+    _runtime.context_handle(what)       # StateError before init(), as any call
+    if not _timeline_warned:
+        _timeline_warned = True
+        if rank() == 0:
+            _warnings.warn("ringpoint.torch.%s: ringpoint has no timeline yet; "
+                           "the call is accepted and records nothing" % what,
+                           RuntimeWarning, stacklevel=3)
+
+
 def start_timeline(file_path, mark_cycles=False):
-    """Accepted for compatibility; ringpoint writes no timeline."""
+    """Accepted (Horovod's signature); ringpoint does not write a timeline
+    yet, and says so once."""
+    _timeline_warning("start_timeline")
 
 
 def stop_timeline():
-    """Accepted for compatibility."""
+    """Accepted; see start_timeline."""
+    _timeline_warning("stop_timeline")
+
