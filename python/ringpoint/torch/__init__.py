@@ -38,7 +38,7 @@ from ringpoint.torch.mpi_ops import (  # noqa: F401
     global_process_set, grouped_allgather, grouped_allgather_async,
     grouped_allreduce, grouped_allreduce_,
     grouped_allreduce_async, grouped_allreduce_async_, join, poll,
-    synchronize,
+    sparse_allreduce_async, synchronize,
 )
 from ringpoint.torch.functions import (  # noqa: F401
     allgather_object, broadcast_object, broadcast_optimizer_state,
@@ -181,3 +181,6 @@ def stop_timeline():
     """Accepted; see start_timeline."""
     _timeline_warning("stop_timeline")
 
+
+# Last: it takes init and shutdown from here, as Horovod's elastic does.
+from ringpoint.torch import elastic  # noqa: E402,F401

@@ -902,6 +902,36 @@ def grouped_allgather_async(tensors, name=None, process_set=None):
     return _register(p)
 
 
+def sparse_allreduce_async(tensor, name, op, process_set=None):
+    """Start the allreduce of a sparse (COO) @tensor, as Horovod's
+    DistributedOptimizer does for sparse gradients: every rank's indices
+    and values gathered (one grouped allgather), the values divided by the
+    number of ranks for Average. Returns a function (Horovod's, not a
+    handle) that waits and gives the result, a sparse tensor of @tensor's
+    size whose repeated indices sum (call .coalesce() to merge them)."""
+    what = "sparse_allreduce_async"
+    with _coll.checking(what):
+        op = _op_of(op, None, what)
+        if op not in (Average, Sum):
+            raise InvalidArgumentError("%s: op must be Average or Sum (a sparse "
+                                       "allreduce concatenates)" % what)
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+            raise InvalidArgumentError("%s: expected a sparse torch.Tensor; "
+                                       "call allreduce_async() for a dense one"
+                                       % what)
+    # Indices are (sparse dims, nnz): gathered along nnz, so transposed.
+    handle = grouped_allgather_async([tensor._indices().t(), tensor._values()],
+                                     name, process_set)
+
+    def wait():
+        indices, values = synchronize(handle)
+        if op == Average:
+            values = values / size()
+        return torch.sparse_coo_tensor(indices.t(), values, tensor.size(),
+                                       dtype=tensor.dtype, device=tensor.device)
+    return wait
+
+
 # ---------------------------------------------------------------- barrier, join
 
 def barrier(process_set=None):
