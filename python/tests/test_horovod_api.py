@@ -236,3 +236,24 @@ def test_broadcast_optimizer_state_takes_model():
     model = torch.nn.Linear(2, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     hvd.broadcast_optimizer_state(opt, root_rank=0, model=model)
+
+
+def test_distributed_optimizer_sparse_gradient():
+    """An Embedding(sparse=True)'s gradient is averaged as dense (Horovod's
+    sparse_as_dense=True): the step is that of the averaged gradient."""
+    def make():
+        torch.manual_seed(5)
+        return torch.nn.Embedding(6, 3, sparse=True)
+    m = make()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.5),
+                                   named_parameters=m.named_parameters(),
+                                   sparse_as_dense=False)
+    ref = make()
+    ids = [torch.tensor([r % 6, (2 * r + 1) % 6]) for r in range(hvd.size())]
+    m(ids[hvd.rank()]).sum().backward()
+    opt.step()
+    for i in ids:
+        ref(i).sum().backward()
+    with torch.no_grad():
+        ref.weight -= 0.5 * ref.weight.grad.to_dense() / hvd.size()
+    torch.testing.assert_close(m.weight, ref.weight)
