@@ -2,7 +2,7 @@
 together: the output, the running statistics, and the gradients of the
 input (this rank's rows of the reference's) and of the affine parameters
 (their sum over the ranks is the reference's), over several steps, with
-batches of different sizes on different ranks. Single-process, the module
+batches of different sizes on different ranks (one rank's empty too). Single-process, the module
 is a plain BatchNorm and the same comparisons hold with one rank.
 
 Tolerances: float64 inputs agree within 1e-9 (relative and absolute);
@@ -27,6 +27,9 @@ def _batch_sizes(kind):
         return [4] * n
     if kind == "uneven":
         return [3 + (2 * r) % 5 for r in range(n)]
+    if kind == "empty":
+        # The last rank has no sample at all: it still takes part.
+        return [4] * (n - 1) + [0] if n > 1 else [4]
     # A last short batch: the last rank has one sample only (alone, it
     # could not be normalized).
     return [5] * (n - 1) + [1] if n > 1 else [5]
@@ -61,7 +64,7 @@ def _sum_over_ranks(t):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32],
                          ids=["float64", "float32"])
-@pytest.mark.parametrize("kind", ["even", "uneven", "last-short"])
+@pytest.mark.parametrize("kind", ["even", "uneven", "last-short", "empty"])
 @pytest.mark.parametrize("shape", [(5,), (3, 4, 2), (2, 3, 2, 2)],
                          ids=["1d", "2d", "3d"])
 @pytest.mark.parametrize("momentum", [0.1, None], ids=["m0.1", "cumulative"])
