@@ -2,8 +2,9 @@
 together: the output, the running statistics, and the gradients of the
 input (this rank's rows of the reference's) and of the affine parameters
 (their sum over the ranks is the reference's), over several steps, with
-batches of different sizes on different ranks (one rank's empty too). Single-process, the module
-is a plain BatchNorm and the same comparisons hold with one rank.
+batches of different sizes on different ranks (one rank's empty too).
+Single-process, the module is a plain BatchNorm and the same comparisons
+hold with one rank.
 
 Tolerances: float64 inputs agree within 1e-9 (relative and absolute);
 float32 within 2e-5 (the ranks' statistics are combined in float64, the
