@@ -20,6 +20,7 @@ HorovodInternalError is ringpoint.CollectiveError (a rank died, the
 transport failed).
 """
 import os as _os
+import warnings as _warnings
 
 import torch as _torch  # noqa: F401  (fail early and clearly without torch)
 
@@ -34,9 +35,10 @@ from ringpoint.torch.mpi_ops import (  # noqa: F401
     Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,
     allreduce, allreduce_, allreduce_async, allreduce_async_, barrier,
     broadcast, broadcast_, broadcast_async, broadcast_async_,
-    global_process_set, grouped_allreduce, grouped_allreduce_,
+    global_process_set, grouped_allgather, grouped_allgather_async,
+    grouped_allreduce, grouped_allreduce_,
     grouped_allreduce_async, grouped_allreduce_async_, join, poll,
-    synchronize,
+    sparse_allreduce_async, synchronize,
 )
 from ringpoint.torch.functions import (  # noqa: F401
     allgather_object, broadcast_object, broadcast_optimizer_state,
@@ -46,6 +48,7 @@ from ringpoint.torch.exchange import (  # noqa: F401
     alltoall, alltoall_async, grouped_reducescatter,
     grouped_reducescatter_async, reducescatter, reducescatter_async)
 from ringpoint.torch.optimizer import DistributedOptimizer  # noqa: F401
+from ringpoint.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
 from ringpoint.torch.ddp import ddp_comm_hook, make_ddp_comm_hook  # noqa: F401
 from ringpoint.torch.checkpoint import Checkpoint, load_state_dict  # noqa: F401
 from ringpoint.torch.data import DistributedSampler  # noqa: F401
@@ -155,9 +158,32 @@ def mpi_threads_supported():
     return False
 
 
+_timeline_warned = False
+
+
+def _timeline_warning(what):
+    # Once per process, from rank 0 only: a script calls these once, and
+    # one line per rank would bury the rest of the output.
+    global _timeline_warned
+    _runtime.context_handle(what)       # StateError before init(), as any call
+    if not _timeline_warned:
+        _timeline_warned = True
+        if rank() == 0:
+            _warnings.warn("ringpoint.torch.%s: ringpoint has no timeline yet; "
+                           "the call is accepted and records nothing" % what,
+                           RuntimeWarning, stacklevel=3)
+
+
 def start_timeline(file_path, mark_cycles=False):
-    """Accepted for compatibility; ringpoint writes no timeline."""
+    """Accepted (Horovod's signature); ringpoint does not write a timeline
+    yet, and says so once."""
+    _timeline_warning("start_timeline")
 
 
 def stop_timeline():
-    """Accepted for compatibility."""
+    """Accepted; see start_timeline."""
+    _timeline_warning("stop_timeline")
+
+
+# Last: it takes init and shutdown from here, as Horovod's elastic does.
+from ringpoint.torch import elastic  # noqa: E402,F401

@@ -125,9 +125,12 @@ def _zero_missing_grads(optimizer):
                 p.grad = torch.zeros_like(p)
 
 
-def broadcast_optimizer_state(optimizer, root_rank):
+def broadcast_optimizer_state(optimizer, root_rank, model=None):
     """Give every rank's @optimizer rank @root_rank's state and
     hyper-parameters (param_groups), tensors by broadcast in place.
+    @model is Horovod's, and not needed: Horovod takes it to find sparse
+    embeddings, whose zero gradients its initial step must make sparse;
+    no step is taken here.
 
     A rank whose optimizer has no state yet (never stepped) gets the
     root's, or none if the root has none. Its parameters that require a

@@ -768,6 +768,170 @@ def allgather_async(tensor, name=None, process_set=None):
     return _register(p)
 
 
+def _grouped_allgather_args(tensors, process_set, what):
+    """The local checks of a grouped allgather: a list of tensors, all on
+    one device. (Checked as a call of fixed arguments, see
+    _grouped_allgather_plan: the number of first dimensions to exchange
+    is only known to agree once the check has passed.)"""
+    with _coll.checking(what):
+        _process_set(process_set, what)
+        if not isinstance(tensors, (list, tuple)):
+            raise InvalidArgumentError("%s: expected a list of tensors" % what)
+        for t in tensors:
+            _tensor(t, what, False)
+        if len({t.device for t in tensors}) > 1:
+            raise InvalidArgumentError(
+                "%s: the tensors are on different devices (%s); move them to "
+                "one, or call allgather() on each" % (what, ", ".join(
+                    sorted({str(t.device) for t in tensors}))))
+
+
+def _gather_rows(tensors):
+    """@tensors as contiguous tensors of at least one dimension (a scalar
+    is gathered as one row, as allgather() does)."""
+    return [t.detach().contiguous().reshape((1,) if t.dim() == 0 else t.shape)
+            for t in tensors]
+
+
+def _grouped_allgather_plan(tensors, what):
+    """The buffers of one allgather that carries every tensor of the group:
+    (outputs, every rank's first dimensions per tensor, send and receive
+    buffers, bytes per rank, the unpacking to do once the data is in or
+    None). Each rank's block holds each tensor at a fixed offset, room for
+    the longest first dimension any rank has for it, so the block is the
+    same size on every rank. Two small exchanges come first, whatever the
+    number of tensors: the check (the dtypes and all but the first
+    dimensions), then every rank's first dimensions."""
+    ctx = context_handle(what)
+    _coll.verify(ctx, what, ("grouped_allgather", tuple(
+        (str(t.dtype), tuple(t.shape[1:])) for t in tensors)))
+    firsts = _coll.allgather_int64s(ctx, [int(t.shape[0]) for t in tensors]
+                                    or [0], what)       # firsts[rank][tensor]
+    n = size()
+    dev = tensors[0].device if tensors else torch.device("cpu")
+    outs, offsets, block = [], [], 0
+    for i, t in enumerate(tensors):
+        rest = tuple(t.shape[1:])
+        outs.append(torch.empty((sum(f[i] for f in firsts),) + rest,
+                                dtype=t.dtype, device=dev))
+        longest = max(f[i] for f in firsts)
+        offsets.append(block)
+        block += longest * int(torch.Size(rest).numel()) * t.element_size()
+    if len(tensors) == 1 and block and all(f[0] == firsts[0][0] for f in firsts):
+        # One tensor, even first dimensions: straight into the output.
+        t = tensors[0]
+        return outs, firsts, t, outs[0], block, None
+    send = torch.empty(max(block, 1), dtype=torch.uint8, device=dev)
+    recv = torch.empty(max(block, 1) * n, dtype=torch.uint8, device=dev)
+    for t, off in zip(tensors, offsets):
+        b = t.numel() * t.element_size()
+        send[off:off + b].copy_(t.reshape(-1).view(torch.uint8))
+
+    def unpack():
+        for i, (t, o, off) in enumerate(zip(tensors, outs, offsets)):
+            row = int(torch.Size(t.shape[1:]).numel()) * t.element_size()
+            flat = o.reshape(-1).view(torch.uint8)
+            at = 0
+            for r in range(n):
+                b = firsts[r][i] * row
+                base = r * max(block, 1) + off
+                flat[at:at + b].copy_(recv[base:base + b])
+                at += b
+    return outs, firsts, send, recv, max(block, 1), unpack
+
+
+def _grouped_allgather_blocking(tensors, what):
+    outs, firsts, send, recv, nbytes, unpack = _grouped_allgather_plan(tensors, what)
+    _coll.allgather(context_handle(what), send.data_ptr(), recv.data_ptr(),
+                    nbytes, what)
+    if unpack is not None:
+        unpack()
+    return outs, firsts
+
+
+class _GroupedAllgatherFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, *tensors):
+        outs, firsts = _grouped_allgather_blocking(_gather_rows(tensors),
+                                                   "grouped_allgather")
+        ctx.firsts = firsts
+        ctx.shapes = [t.shape for t in tensors]
+        ctx.mark_non_differentiable(*[o for o in outs
+                                      if not o.is_floating_point()])
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        # As allgather's: the gradients averaged over the ranks (one fused
+        # call), then this rank's rows of each.
+        idx = [i for i, g in enumerate(grads) if g.is_floating_point()]
+        reduced = grouped_allreduce([grads[i] for i in idx], op=Average)
+        r = rank()
+        out = [None] * len(grads)
+        for i, g in zip(idx, reduced):
+            off = sum(ctx.firsts[q][i] for q in range(r))
+            out[i] = g.narrow(0, off, ctx.firsts[r][i]).reshape(ctx.shapes[i])
+        return tuple(out)
+
+
+def grouped_allgather(tensors, name=None, process_set=None):
+    """allgather() of each tensor of a list, as one collective: a list of
+    new tensors, each every rank's tensor concatenated along dimension 0
+    (the first dimensions may differ between ranks and between tensors).
+    Differentiable, as allgather()."""
+    what = "grouped_allgather"
+    _grouped_allgather_args(tensors, process_set, what)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return list(_GroupedAllgatherFn.apply(*tensors))
+    return _grouped_allgather_blocking(_gather_rows(tensors), what)[0]
+
+
+def grouped_allgather_async(tensors, name=None, process_set=None):
+    """Start grouped_allgather() (not differentiable); returns a handle for
+    poll() and synchronize(), which gives the list. As allgather_async(),
+    the first dimensions are exchanged before it returns; the data moves
+    in the background."""
+    what = "grouped_allgather_async"
+    _grouped_allgather_args(tensors, process_set, what)
+    flat = _gather_rows(tensors)
+    outs, _, send, recv, nbytes, unpack = _grouped_allgather_plan(flat, what)
+    p = _Pending(outs, (flat, send, recv), unpack, what)
+    check(lib.rp_iallgather(context_handle(what), send.data_ptr(),
+                            recv.data_ptr(), nbytes, D.UINT8,
+                            ctypes.byref(p.req)), what)
+    return _register(p)
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=None):
+    """Start the allreduce of a sparse (COO) @tensor, as Horovod's
+    DistributedOptimizer does for sparse gradients: every rank's indices
+    and values gathered (one grouped allgather), the values divided by the
+    number of ranks for Average. Returns a function (Horovod's, not a
+    handle) that waits and gives the result, a sparse tensor of @tensor's
+    size whose repeated indices sum (call .coalesce() to merge them)."""
+    what = "sparse_allreduce_async"
+    with _coll.checking(what):
+        op = _op_of(op, None, what)
+        if op not in (Average, Sum):
+            raise InvalidArgumentError("%s: op must be Average or Sum (a sparse "
+                                       "allreduce concatenates)" % what)
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+            raise InvalidArgumentError("%s: expected a sparse torch.Tensor; "
+                                       "call allreduce_async() for a dense one"
+                                       % what)
+    # Indices are (sparse dims, nnz): gathered along nnz, so transposed.
+    handle = grouped_allgather_async([tensor._indices().t(), tensor._values()],
+                                     name, process_set)
+
+    def wait():
+        indices, values = synchronize(handle)
+        if op == Average:
+            values = values / size()
+        return torch.sparse_coo_tensor(indices.t(), values, tensor.size(),
+                                       dtype=tensor.dtype, device=tensor.device)
+    return wait
+
+
 # ---------------------------------------------------------------- barrier, join
 
 def barrier(process_set=None):

@@ -142,6 +142,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in b.params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:
+                # An Embedding(sparse=True)'s: averaged as dense, as Horovod
+                # does with sparse_as_dense=True (the buckets are dense).
+                p.grad = p.grad.to_dense()
             elif not p.grad.is_contiguous():
                 p.grad = p.grad.contiguous()
             grads.append(p.grad)
@@ -228,7 +232,8 @@ def DistributedOptimizer(optimizer, named_parameters=None,
     @backward_passes_per_step > 1 accumulates that many backward passes
     locally before averaging. @compression: Compression.fp16 or .bf16 send
     float32 gradients at half width. @num_groups, @groups, @sparse_as_dense
-    are accepted for compatibility (buckets are formed by size).
+    are accepted for compatibility (buckets are formed by size; sparse
+    gradients are always averaged as dense, as with sparse_as_dense=True).
     """
     mpi_ops._process_set(process_set, "DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
