@@ -12,7 +12,7 @@ RP_PY_TORCH_SOURCES = python/ringpoint/torch/__init__.py \
 	python/ringpoint/torch/_state.py python/ringpoint/torch/export.py \
 	python/ringpoint/torch/compression.py python/ringpoint/torch/ddp.py \
 	python/ringpoint/torch/functions.py python/ringpoint/torch/mpi_ops.py \
-	python/ringpoint/torch/exchange.py \
+	python/ringpoint/torch/exchange.py python/ringpoint/torch/_pset.py \
 	python/ringpoint/torch/optimizer.py \
 	python/ringpoint/torch/sync_batch_norm.py python/ringpoint/torch/elastic.py
 EXTRA_DIST += $(RP_PY_SOURCES) $(RP_PY_TORCH_SOURCES) python/tests

@@ -187,8 +187,10 @@ def test_bad_arguments():
         hvd.grouped_allreduce(torch.ones(3))
     with pytest.raises(hvd.InvalidArgumentError):
         hvd.allgather(np.ones(3))
-    with pytest.raises(hvd.NotSupportedError):
+    with pytest.raises(hvd.InvalidArgumentError, match="must be a ProcessSet"):
         hvd.allreduce(torch.ones(3), process_set=object())
+    with pytest.raises(hvd.InvalidArgumentError, match="not registered"):
+        hvd.allreduce(torch.ones(3), process_set=hvd.ProcessSet([0]))
     with pytest.raises(hvd.NotSupportedError):
         hvd.init(comm=[0])
     with pytest.raises(hvd.NotSupportedError):

@@ -147,6 +147,6 @@ def test_grouped_allgather_mismatch():
 def test_grouped_allgather_arguments():
     with pytest.raises(hvd.InvalidArgumentError, match="list of tensors"):
         hvd.grouped_allgather(torch.zeros(2))
-    with pytest.raises(hvd.NotSupportedError, match="process set"):
+    with pytest.raises(hvd.InvalidArgumentError, match="ProcessSet"):
         hvd.grouped_allgather([torch.zeros(2)], process_set=object())
     assert mpi_ops.grouped_allgather is hvd.grouped_allgather

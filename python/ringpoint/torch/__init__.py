@@ -53,18 +53,28 @@ from ringpoint.torch.ddp import ddp_comm_hook, make_ddp_comm_hook  # noqa: F401
 from ringpoint.torch.checkpoint import Checkpoint, load_state_dict  # noqa: F401
 from ringpoint.torch.data import DistributedSampler  # noqa: F401
 from ringpoint.torch import mpi_ops as _mpi_ops
+from ringpoint.torch import _pset
+from ringpoint.torch._pset import (  # noqa: F401
+    ProcessSet, add_process_set, process_sets, remove_process_set)
 
 #: Horovod's name for a failed collective (a rank died, the transport failed).
 HorovodInternalError = CollectiveError
 
 
 def init(comm=None, process_sets=None):
-    """Start ringpoint (collective; idempotent). @comm and @process_sets
-    are Horovod's; only the defaults (all ranks) are supported."""
-    if comm is not None or process_sets not in (None, [], ()):
+    """Start ringpoint (collective; idempotent) and register
+    @process_sets (a list of ProcessSet, as Horovod's; "dynamic" is
+    accepted: sets can always be added later with add_process_set).
+    @comm must be None: ringpoint runs on all ranks of the job step."""
+    if comm is not None:
         raise NotSupportedError("init: ringpoint runs on all ranks of the job "
-                                "step (no communicator or process sets)")
+                                "step (comm= is not supported: make process "
+                                "sets of the ranks instead)")
     _init()
+    if process_sets not in (None, "dynamic"):
+        for ps in process_sets:
+            if getattr(ps, "process_set_id", None) is None:
+                add_process_set(ps)
 
 
 def shutdown():

@@ -23,8 +23,8 @@ import torch
 
 from ringpoint import _coll, _dtypes as D, _lib
 from ringpoint._errors import InvalidArgumentError, NotSupportedError, check
-from ringpoint._runtime import context_handle, rank, size
-from ringpoint.torch import mpi_ops as M
+from ringpoint.torch import _pset, mpi_ops as M
+from ringpoint.torch._pset import context_handle, rank, size
 
 lib = _lib.lib
 _sizes_t = ctypes.c_size_t
@@ -126,6 +126,7 @@ def _grouped(what, tensors, op, prescale, postscale, blocking):
     return outs, pend
 
 
+@_pset.keeps_scope
 class _ReducescatterFn(torch.autograd.Function):
     """The gradient of a reduce-scatter is the allgather of the output's
     gradient, summed over the ranks for Sum (each rank's input reached
@@ -212,9 +213,8 @@ def _rs_async(what, tensors, op, process_set, prescale, postscale):
     return outs, first
 
 
-def reducescatter_async(tensor, name=None, compression=None, op=None,
-                        process_set=None, prescale_factor=1.0,
-                        postscale_factor=1.0):
+def reducescatter_async(tensor, name=None, op=None, process_set=None,
+                        prescale_factor=1.0, postscale_factor=1.0):
     """Start reducescatter() (not differentiable); returns a handle for
     poll() and synchronize(), which returns the share."""
     outs, p = _rs_async("reducescatter_async", [tensor], op, process_set,
@@ -223,9 +223,8 @@ def reducescatter_async(tensor, name=None, compression=None, op=None,
     return M._register(p)
 
 
-def grouped_reducescatter_async(tensors, name=None, compression=None, op=None,
-                                process_set=None, prescale_factor=1.0,
-                                postscale_factor=1.0):
+def grouped_reducescatter_async(tensors, name=None, op=None, process_set=None,
+                                prescale_factor=1.0, postscale_factor=1.0):
     """Start grouped_reducescatter(); synchronize() returns the list."""
     outs, p = _rs_async("grouped_reducescatter_async", list(tensors), op,
                         process_set, prescale_factor, postscale_factor)
@@ -326,6 +325,7 @@ def _a2a_blocking(what, tensor, splits):
     return out, got
 
 
+@_pset.keeps_scope
 class _AlltoallFn(torch.autograd.Function):
     """The gradient of an all-to-all is the all-to-all back: the rows
     each rank received return to their sender."""
@@ -378,3 +378,9 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
                             out.data_ptr(), rc, D.UINT8, ctypes.byref(p.req)),
           what)
     return M._register(p)
+
+
+# Every call that takes process_set= runs in that set's scope (_pset).
+_pset.wrap_all(globals(), [
+    "reducescatter", "grouped_reducescatter", "reducescatter_async",
+    "grouped_reducescatter_async", "alltoall", "alltoall_async"])

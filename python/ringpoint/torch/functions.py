@@ -6,7 +6,8 @@ import torch
 
 from ringpoint import _coll
 from ringpoint._errors import InvalidArgumentError
-from ringpoint._runtime import context_handle, rank, size
+from ringpoint.torch import _pset
+from ringpoint.torch._pset import context_handle, rank, size
 from ringpoint.torch import mpi_ops
 from ringpoint.torch.mpi_ops import _check_root, check, lib, _lib, D
 
@@ -42,7 +43,8 @@ def broadcast_tensors_(tensors, root_rank, what, names=None):
         for t in tensors:
             req = _lib.req_t()
             check(lib.rp_ibroadcast(ctx, t.data_ptr(), t.numel() * t.element_size(),
-                                    D.UINT8, root_rank, ctypes.byref(req)), what)
+                                    D.UINT8, _pset.root_of(root_rank),
+                                    ctypes.byref(req)), what)
             reqs.append(req)
     finally:
         status = 0
@@ -161,17 +163,18 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
         mpi_ops._process_set(process_set, what)
         root_rank = _check_root(root_rank, what)
     ctx = context_handle(what)
-    if rank() == root_rank:
+    root = _pset.root_of(root_rank)
+    if rank() == root:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         n = ctypes.c_int64(len(data))
     else:
         data, n = None, ctypes.c_int64(0)
     _coll.verify(ctx, what, (what, root_rank))
-    _coll.broadcast(ctx, ctypes.addressof(n), 8, root_rank, what)
+    _coll.broadcast(ctx, ctypes.addressof(n), 8, root, what)
     buf = ctypes.create_string_buffer(data, n.value) if data is not None \
         else ctypes.create_string_buffer(n.value)
-    _coll.broadcast(ctx, ctypes.addressof(buf), n.value, root_rank, what)
-    if rank() == root_rank:
+    _coll.broadcast(ctx, ctypes.addressof(buf), n.value, root, what)
+    if rank() == root:
         return obj
     return pickle.loads(buf.raw)
 
@@ -197,3 +200,7 @@ def allgather_object(obj, name=None, process_set=None):
 
 __all__ = ["broadcast_parameters", "broadcast_optimizer_state",
            "broadcast_object", "allgather_object"]
+
+
+# Every call that takes process_set= runs in that set's scope (_pset).
+_pset.wrap_all(globals(), ["broadcast_object", "allgather_object"])

@@ -20,7 +20,8 @@ import torch
 from ringpoint import _coll, _dtypes as D, _lib, _runtime
 from ringpoint._errors import (Error, InvalidArgumentError, MismatchError,
                                NotSupportedError, check)
-from ringpoint._runtime import context_handle, rank, size
+from ringpoint.torch import _pset
+from ringpoint.torch._pset import context_handle, rank, size
 from ringpoint.torch.compression import Compression
 
 lib = _lib.lib
@@ -68,26 +69,13 @@ def _op_of(op, average, what):
 
 
 def _process_set(process_set, what):
-    if process_set is not None and process_set is not global_process_set:
-        raise NotSupportedError("%s: ringpoint has one process set, the "
-                                "global one" % what)
+    """The registered set @process_set stands for (None: the job); raises
+    unless this rank may call collectives on it."""
+    return _pset.resolve(process_set, what)
 
 
-class _GlobalProcessSet:
-    """Horovod's global process set: every rank."""
-    process_set_id = 0
-
-    def size(self):
-        return size()
-
-    def rank(self):
-        return rank()
-
-    def included(self):
-        return True
-
-
-global_process_set = _GlobalProcessSet()
+ProcessSet = _pset.ProcessSet
+global_process_set = _pset.global_process_set
 
 
 def _device_check(t, what):
@@ -380,7 +368,8 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     if op is None and average is None:
         op = Average
     if (_runtime._ctx is not None and op in _OPS and average is None and
-            process_set is None and prescale_factor == 1.0 and
+            process_set is None and _pset.current() is None and
+            prescale_factor == 1.0 and
             postscale_factor == 1.0 and isinstance(tensor, torch.Tensor) and
             tensor.dtype in _REDUCIBLE and tensor.is_cpu and
             tensor.layout is torch.strided and tensor.is_contiguous()):
@@ -396,6 +385,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     return _allreduce_blocking(tensor, tensor, op, pre, post, what)
 
 
+@_pset.keeps_scope
 class _AllreduceFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, op, prescale, postscale):
@@ -567,6 +557,7 @@ def _grouped_blocking(tensors, op, pre, post, compression, what):
                                       post, what))
 
 
+@_pset.keeps_scope
 class _GroupedAllreduceFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, prescale, postscale, compression, *tensors):
@@ -602,13 +593,13 @@ def _bytes_of(t):
 
 
 def _check_root(root_rank, what):
-    """@root_rank as an int (a NumPy integer will do); InvalidArgumentError
-    unless it is a rank."""
-    if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral) \
-            or not 0 <= root_rank < size():
-        raise InvalidArgumentError("%s: root_rank %r is not a rank (0 .. %d)"
-                                   % (what, root_rank, size() - 1))
-    return int(root_rank)
+    """@root_rank as an int (a NumPy integer will do), a rank of the job
+    (for a process set, one of its members, as Horovod numbers them);
+    InvalidArgumentError otherwise."""
+    if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral):
+        raise InvalidArgumentError("%s: root_rank %r is not a rank"
+                                   % (what, root_rank))
+    return _pset.check_root(int(root_rank), what)
 
 
 def _broadcast_args(what, tensor, root_rank, process_set, inplace):
@@ -627,7 +618,8 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     _coll.verify(ctx, what, _desc("broadcast", tensor, root_rank))
     p = _Pending(tensor, tensor, None, what)
     check(lib.rp_ibroadcast(ctx, tensor.data_ptr(), _bytes_of(tensor), D.UINT8,
-                            root_rank, ctypes.byref(p.req)), what)
+                            _pset.root_of(root_rank), ctypes.byref(p.req)),
+          what)
     return _register(p)
 
 
@@ -645,10 +637,12 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
     root_rank = _broadcast_args(what, tensor, root_rank, process_set, True)
     ctx = context_handle(what)
     _coll.verify(ctx, what, _desc("broadcast", tensor, root_rank))
-    _coll.broadcast(ctx, tensor.data_ptr(), _bytes_of(tensor), root_rank, what)
+    _coll.broadcast(ctx, tensor.data_ptr(), _bytes_of(tensor),
+                    _pset.root_of(root_rank), what)
     return tensor
 
 
+@_pset.keeps_scope
 class _BroadcastFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, root_rank):
@@ -659,7 +653,7 @@ class _BroadcastFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         g = allreduce(grad, op=Average)
-        if rank() != ctx.root:
+        if _pset.job_rank() != ctx.root:
             g.zero_()
         return g, None
 
@@ -723,6 +717,7 @@ def _allgather_blocking(tensor, what):
     return out, firsts
 
 
+@_pset.keeps_scope
 class _AllgatherFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor):
@@ -849,6 +844,7 @@ def _grouped_allgather_blocking(tensors, what):
     return outs, firsts
 
 
+@_pset.keeps_scope
 class _GroupedAllgatherFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, *tensors):
@@ -964,3 +960,13 @@ def _shutdown_hook():
         _wait_all_handles()
     except Error:
         pass
+
+
+# Every call that takes process_set= runs in that set's scope (_pset).
+_pset.wrap_all(globals(), [
+    "allreduce_async_", "allreduce_async", "allreduce_", "allreduce",
+    "grouped_allreduce_async_", "grouped_allreduce_async",
+    "grouped_allreduce_", "grouped_allreduce", "broadcast_async_",
+    "broadcast_async", "broadcast_", "broadcast", "allgather",
+    "allgather_async", "grouped_allgather", "grouped_allgather_async",
+    "sparse_allreduce_async", "barrier"])

@@ -24,7 +24,7 @@ import torch
 
 from ringpoint import _coll
 from ringpoint._errors import InvalidArgumentError, check
-from ringpoint._runtime import context_handle
+from ringpoint.torch import _pset
 from ringpoint.torch import mpi_ops
 from ringpoint.torch.compression import Compression
 from ringpoint.torch.mpi_ops import Average, Sum, _lib, lib
@@ -53,6 +53,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  backward_passes_per_step, op, gradient_predivide_factor):
         super(self.__class__, self).__init__(params)
         what = "DistributedOptimizer"
+        # The process set it averages over: the scope it is made in.
+        self._rp_ps = _pset.current()
         with _coll.checking(what):
             op = mpi_ops._op_of(op, None, what)     # Adasum: NotSupportedError
             if op not in (Average, Sum):
@@ -98,7 +100,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._rp_bucket_of[p] = b
             for p in all_params:
                 mpi_ops._dtype(p, what)
-        ctx = context_handle(what)
+        ctx = _pset.handle_of(self._rp_ps, what)
         _coll.verify(ctx, what, (what, op, self._rp_passes, str(compression),
                                  tuple(tuple((self._rp_names[id(p)], str(p.dtype),
                                               tuple(p.shape)) for p in b.params)
@@ -158,7 +160,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         dt = mpi_ops._dtype(grads[0], what)
         opts = _lib.AllreduceOpts(self._rp_compression.wire_format(dt))
         req = _lib.req_t()
-        check(lib.rp_iallreduce_group(context_handle(what), ptrs, ptrs, counts,
+        check(lib.rp_iallreduce_group(_pset.handle_of(self._rp_ps, what), ptrs, ptrs, counts,
                                       n, dt, self._rp_op, ctypes.byref(opts),
                                       ctypes.byref(req)), what)
         b.req = (req, grads)
@@ -235,8 +237,9 @@ def DistributedOptimizer(optimizer, named_parameters=None,
     are accepted for compatibility (buckets are formed by size; sparse
     gradients are always averaged as dense, as with sparse_as_dense=True).
     """
-    mpi_ops._process_set(process_set, "DistributedOptimizer")
+    ps = mpi_ops._process_set(process_set, "DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression,
-               backward_passes_per_step, op, gradient_predivide_factor)
+    with _pset.scope(ps):
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step, op, gradient_predivide_factor)
