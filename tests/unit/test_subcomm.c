@@ -156,9 +156,11 @@ static uint32_t field(rp_comm_t *c, uint32_t seq)
 static void test_tag_carving(void **state)
 {
     rp_comm_t job, hier, a, b;
-    static const uint32_t seqs[] = {0, 1, 2, 0xFFFF, 0x10000, 0x10001,
+    /* 0x04030005: with bit 26 in the job's tags it would read as
+     * sub-communicator 3's sequence 5. */
+    static const uint32_t seqs[] = {0, 1, 2, 5, 0xFFFF, 0x10000, 0x10001,
                                     0x03FFFFFF, 0x04000000, 0x04000001,
-                                    0x07FFFFFE};
+                                    0x04030005, 0x07FFFFFE};
     const size_t ns = sizeof(seqs) / sizeof(seqs[0]);
     (void)state;
 
