@@ -108,6 +108,11 @@ def describe_all(ctx, what, desc):
     return "; ".join(parts)
 
 
+# The context the calls in progress act on: the job's, or the process
+# set's that ringpoint.torch scopes them to (ringpoint.torch._pset sets it).
+scope_context = context_handle
+
+
 @contextlib.contextmanager
 def checking(what, gather=False, describe=True):
     """Wrap the local checks of a collective's arguments (nothing
@@ -126,9 +131,9 @@ def checking(what, gather=False, describe=True):
             desc = ("invalid call", what, type(exc).__name__)
             try:
                 if gather:
-                    check_gather(_runtime.context_handle(what), what, desc, 0)
+                    check_gather(scope_context(what), what, desc, 0)
                 else:
-                    verify(_runtime.context_handle(what), what, desc, describe)
+                    verify(scope_context(what), what, desc, describe)
             except Error:
                 pass    # the others called it validly: they raise MismatchError
         raise

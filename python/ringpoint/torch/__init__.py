@@ -119,8 +119,24 @@ def _gpu_module_present():
 
 
 def nccl_built():
-    """True when ringpoint's NCCL module (GPU collectives) is installed."""
-    return _gpu_module_present()
+    """As Horovod's: the NCCL version (e.g. 22809 for 2.28.9) when
+    ringpoint's NCCL module (GPU collectives) is installed and its NCCL
+    library loads, else 0."""
+    if not _gpu_module_present():
+        return 0
+    return _nccl_version()
+
+
+def _nccl_version():
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libnccl.so.2")
+        v = ctypes.c_int(0)
+        if lib.ncclGetVersion(ctypes.byref(v)) != 0:
+            return 0
+    except (OSError, AttributeError):
+        return 0
+    return v.value
 
 
 def cuda_built():

@@ -15,7 +15,7 @@ import functools
 import inspect
 import threading
 
-from ringpoint import _lib, _runtime
+from ringpoint import _coll, _lib, _runtime
 from ringpoint._errors import InvalidArgumentError, check
 
 lib = _lib.lib
@@ -207,6 +207,9 @@ def context_handle(what):
         raise InvalidArgumentError("%s: %s was removed" % (what, ps))
     return ps._ctx
 
+
+# A refused call takes part in the check on the context its peers use.
+_coll.scope_context = context_handle
 
 def rank():
     ps = getattr(_local, "ps", None)
