@@ -236,7 +236,15 @@ def DistributedOptimizer(optimizer, named_parameters=None,
     float32 gradients at half width. @num_groups, @groups, @sparse_as_dense
     are accepted for compatibility (buckets are formed by size; sparse
     gradients are always averaged as dense, as with sparse_as_dense=True).
+    With @process_set, gradients are averaged among its members; on a rank
+    outside it, @optimizer itself is returned (it steps alone).
     """
+    if isinstance(process_set, _pset.ProcessSet) and \
+            process_set.process_set_id not in (None, 0) and \
+            not process_set.included():
+        # Not a member (every rank may make it, as Horovod's tests do):
+        # this rank trains alone, its gradients averaged with no one.
+        return optimizer
     ps = mpi_ops._process_set(process_set, "DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
