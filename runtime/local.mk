@@ -42,6 +42,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/broadcast.c \
 	runtime/coll/allgather.c \
 	runtime/coll/alltoall.c \
+	runtime/coll/join.c \
 	runtime/coll/ring.h \
 	runtime/coll/barrier.c \
 	runtime/coll/select.c runtime/coll/select.h \

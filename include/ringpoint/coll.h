@@ -262,6 +262,41 @@ RP_API rp_status_t rp_allgather(rp_context_h ctx, const void *sendbuf,
 RP_API rp_status_t rp_barrier(rp_context_h ctx);
 
 /**
+ * @brief Check, before the caller runs collectives of its own making, that
+ *        every rank passed the same @p signature (see
+ *        rp_allreduce_opts_t.signature); moves no data.
+ *
+ * Runs in order after the non-blocking collectives started before it.
+ * While a rank has joined (@ref rp_join) it fails: the call it guards is
+ * not one a joined rank takes part in.
+ *
+ * @return RP_OK (also for @p signature 0, which checks nothing);
+ *         RP_ERR_MISMATCH on every rank when they differ; RP_ERR_STATE
+ *         when a rank has joined; as @ref rp_allreduce otherwise.
+ */
+RP_API rp_status_t rp_check(rp_context_h ctx, uint64_t signature);
+
+/**
+ * @brief This rank has no more work (uneven data): take part, with zeros,
+ *        in the allreduces the other ranks still run, and return once
+ *        every rank has called rp_join (Horovod's join).
+ *
+ * The other ranks' allreduces and grouped allreduces (with a non-zero
+ * signature: only checked calls can be seen by a joined rank) count this
+ * rank's input as zeros, so RP_OP_AVG still divides by the number of
+ * ranks. Their other checked collectives (broadcast, allgather,
+ * reduce-scatter, all-to-all, @ref rp_check, device collectives) fail
+ * with RP_ERR_STATE on every active rank while a rank has joined, and move
+ * no data. Collective over the job's context (not a sub-communicator).
+ *
+ * @param ctx     The context from @ref rp_init.
+ * @param last_p  Receives the rank that joined last (the highest of those
+ *                that joined together), the same on every rank.
+ * @return RP_OK; RP_ERR_INVALID_ARG; as @ref rp_allreduce.
+ */
+RP_API rp_status_t rp_join(rp_context_h ctx, int *last_p);
+
+/**
  * @brief Combine every rank's @p sendbuf with @p op, as @ref rp_allreduce
  *        does, and give rank q only block q of the result:
  *        @p recvcount elements.

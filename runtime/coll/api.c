@@ -56,7 +56,8 @@ static rp_status_t rp_backend(rp_context_h ctx, const rp__coll_args_t *a,
     if (status != RP_OK) {
         return status;
     }
-    if (dev == NULL || a->kind == RP__COLL_BARRIER) {
+    if (dev == NULL || a->kind == RP__COLL_BARRIER ||
+        a->kind == RP__COLL_CHECK) {
         return RP_OK;
     }
     status = dev->claim(ctx, a, what, &mine);
@@ -414,6 +415,17 @@ rp_status_t rp_barrier(rp_context_h ctx)
         return status;
     }
     return rp__api_blocking("rp_barrier", ctx, &a);
+}
+
+rp_status_t rp_check(rp_context_h ctx, uint64_t signature)
+{
+    const rp__coll_args_t a = {.kind = RP__COLL_CHECK, .signature = signature};
+
+    if (ctx == NULL) {
+        rp_error("rp_check: ctx is NULL");
+        return RP_ERR_INVALID_ARG;
+    }
+    return signature == 0 ? RP_OK : rp__api_blocking("rp_check", ctx, &a);
 }
 
 rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req)

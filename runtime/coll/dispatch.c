@@ -11,27 +11,15 @@
 
 rp_status_t rp__coll_check(rp_comm_t *c, uint64_t signature)
 {
-    /* MAX of (s, -s) gives every rank the largest and the smallest
-     * signature at once; 63 bits so that -s cannot overflow. */
-    int64_t v[2];
-    rp_status_t status;
+    const rp__coll_args_t a = {.kind = RP__COLL_CHECK, .signature = signature};
 
-    v[0] = (int64_t)(signature >> 1);
-    v[1] = -v[0];
-    status = rp__comm_allreduce(c, v, v, 2, RP_DTYPE_INT64, RP_OP_MAX);
-    if (status == RP_OK && v[0] != -v[1]) {
-        rp_error("collectives: the ranks called a collective with different "
-                 "arguments (signatures %016llx to %016llx): nothing was sent",
-                 (unsigned long long)-v[1], (unsigned long long)v[0]);
-        status = RP_ERR_MISMATCH;
-    }
-    return status;
+    return rp__coll_agree(c, &a);
 }
 
 static rp_status_t rp_coll_run_one(rp_comm_t *c, const rp__coll_args_t *a)
 {
     if (a->signature != 0) {
-        rp_status_t status = rp__coll_check(c, a->signature);
+        rp_status_t status = rp__coll_agree(c, a);
 
         if (status != RP_OK) {
             return status;
@@ -51,6 +39,8 @@ static rp_status_t rp_coll_run_one(rp_comm_t *c, const rp__coll_args_t *a)
         return rp__comm_allgather(c, a->sendbuf, a->recvbuf, a->count);
     case RP__COLL_BARRIER:
         return rp__comm_barrier(c);
+    case RP__COLL_CHECK:
+        return RP_OK; /* the check above was all */
     case RP__COLL_REDUCE_SCATTER:
         return rp__comm_reduce_scatter(c, a->sendbuf, a->recvbuf, a->table,
                                        a->dtype, a->op);

@@ -27,6 +27,7 @@ typedef enum rp__coll_kind {
     RP__COLL_BARRIER,
     RP__COLL_REDUCE_SCATTER,
     RP__COLL_ALLTOALL,
+    RP__COLL_CHECK, /* the argument check alone (rp_check) */
 } rp__coll_kind_t;
 
 /* A host collective's arguments, checked already, in the communicator's
@@ -54,7 +55,11 @@ typedef struct rp__coll_args {
 } rp__coll_args_t;
 
 /* The ranks' signatures of one call agree? RP_ERR_MISMATCH on every rank
- * when they do not (one 16-byte allreduce). */
+ * when they do not (one small allreduce, which also carries what a joined
+ * rank needs: join.c); RP_ERR_STATE when a rank has joined and the call is
+ * not an allreduce. */
+rp_status_t rp__coll_agree(struct rp_comm *c, const rp__coll_args_t *a);
+/* The same for a call the host does not run (a device collective's). */
 rp_status_t rp__coll_check(struct rp_comm *c, uint64_t signature);
 
 /* Run one host collective on the calling thread (the blocking calls and

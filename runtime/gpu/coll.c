@@ -167,6 +167,7 @@ static rp_status_t rp_gpu_run(rp_context_h ctx, const rp__coll_args_t *a,
                  "buffers (copy the tensor to the CPU first)", what);
         return RP_ERR_NOT_SUPPORTED;
     case RP__COLL_BARRIER:
+    case RP__COLL_CHECK:
         break;
     }
     rp_error("GPU: no device barrier (it has no buffers: the host runs it)");

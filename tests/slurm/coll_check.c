@@ -451,6 +451,7 @@ int main(int argc, char **argv)
         check_allgather(ctx, a, b, max_count * 4);
         check_reduce_scatter(ctx, max_count);
         check_alltoall(ctx, max_count);
+        check_join(ctx);
         check_barrier(ctx);
         check_nonblocking(ctx, max_count);
         check_compression(ctx, max_count);

@@ -27,6 +27,7 @@ double load(rp_dtype_t t, const void *buf, size_t i);
 /* coll_check_exchange.c */
 void check_reduce_scatter(rp_context_h ctx, size_t max_count);
 void check_alltoall(rp_context_h ctx, size_t max_count);
+void check_join(rp_context_h ctx);
 
 /* coll_check_nb.c */
 void check_nonblocking(rp_context_h ctx, size_t max_count);

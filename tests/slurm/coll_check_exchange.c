@@ -248,3 +248,94 @@ void check_alltoall(rp_context_h ctx, size_t max_count)
         printf("coll-check: alltoall: %zu cases\n", cases + 1);
     }
 }
+
+/* Join: the last rank joins at once; the others run checked grouped
+ * allreduces (blocking, several buffers, non-blocking), in which it stands
+ * in with zeros, and a check that must fail while it is joined; then they
+ * join too, and every rank learns the same last rank. */
+void check_join(rp_context_h ctx)
+{
+    const int joiner = g_size - 1;
+    int last = -2, all_last[2];
+    rp_status_t st;
+
+    if (g_rank == joiner) {
+        check_status("rp_join (first)", rp_join(ctx, &last));
+    } else {
+        static const size_t counts[3] = {0, 7, 100003};
+        rp_allreduce_opts_t opts = {.signature = 0x5a5a5a5a12345678ULL};
+        float *fin = malloc(100003 * sizeof(float));
+        float *fout = malloc(100003 * sizeof(float));
+        int32_t iin[7], iout[7];
+        const void *sends[3];
+        void *recvs[3];
+        size_t bad = 0;
+        rp_request_h req;
+
+        for (size_t i = 0; i < 100003; i++) {
+            fin[i] = (float)(g_rank + 1) + (float)(i % 5);
+        }
+        for (int i = 0; i < 7; i++) {
+            iin[i] = 10 * (g_rank + 1) + i;
+        }
+        sends[0] = NULL; recvs[0] = NULL;
+        sends[1] = iin;  recvs[1] = iout;
+        sends[2] = fin;  recvs[2] = fout;
+        /* Int32 buffers and float ones need two calls (one dtype each). */
+        check_status("join: grouped allreduce",
+                     rp_allreduce_group_opts(ctx, &sends[2], &recvs[2],
+                                             &counts[2], 1, RP_DTYPE_FLOAT32,
+                                             RP_OP_SUM, &opts));
+        for (size_t i = 0; i < 100003; i++) {
+            /* sum over the active ranks of (q + 1) + i % 5 */
+            const double want = (double)(joiner * (joiner + 1)) / 2 +
+                                (double)joiner * (double)(i % 5);
+            bad += fout[i] != (float)want;
+        }
+        opts.signature ^= 2;
+        check_status("join: grouped allreduce (non-blocking)",
+                     rp_iallreduce_group(ctx, sends, recvs, counts, 2,
+                                         RP_DTYPE_INT32, RP_OP_AVG, &opts,
+                                         &req));
+        check_status("join: wait", rp_wait(&req));
+        for (int i = 0; i < 7; i++) {
+            /* the joined rank's zeros count in the average */
+            int32_t sum = 0;
+
+            for (int q = 0; q < joiner; q++) {
+                sum += 10 * (q + 1) + i;
+            }
+            bad += iout[i] != sum / g_size;
+        }
+        st = rp_check(ctx, 0x77ULL << 1);
+        if (st != RP_ERR_STATE) {
+            fprintf(stderr, "coll-check: rank %d: rp_check with a rank "
+                    "joined returned '%s', not 'state'\n", g_rank,
+                    rp_status_string(st));
+            g_errors++;
+        }
+        if (bad > 0) {
+            fprintf(stderr, "coll-check: rank %d: join: %zu wrong results\n",
+                    g_rank, bad);
+            g_errors++;
+        }
+        free(fin);
+        free(fout);
+        check_status("rp_join", rp_join(ctx, &last));
+    }
+    all_last[0] = last;
+    all_last[1] = -last;
+    check_status("join: the last rank",
+                 rp_allreduce(ctx, all_last, all_last, 2, RP_DTYPE_INT32,
+                              RP_OP_MAX));
+    if (all_last[0] != -all_last[1] ||
+        last != (g_size > 1 ? g_size - 2 : 0)) {
+        fprintf(stderr, "coll-check: rank %d: rp_join returned %d (ranks "
+                "say %d to %d), expected %d\n", g_rank, last, -all_last[1],
+                all_last[0], g_size > 1 ? g_size - 2 : 0);
+        g_errors++;
+    }
+    if (g_rank == 0) {
+        printf("coll-check: join: ok\n");
+    }
+}
