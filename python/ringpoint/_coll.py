@@ -4,14 +4,17 @@ Both bindings (NumPy here, PyTorch in ringpoint.torch) reduce a call to an
 address, an element count and an rp_dtype_t, and come through here.
 
 The check: before a collective moves any data, every rank contributes a
-64-bit signature of its arguments (kind, dtype, op, root, shape) to one
-16-byte MAX allreduce of (sig, -sig). When the maximum and the minimum
-differ the ranks disagree, and every rank knows it at the same moment, so
-they all raise MismatchError together instead of one hanging in a
-collective the others never join. The message names each rank's
-arguments (an allgather of the descriptions, on this error path only).
-RINGPOINT_CHECK=0 skips the check (a mismatch then fails in the
-transport, or hangs until RINGPOINT_COLL_TIMEOUT).
+64-bit signature of its arguments (kind, dtype, op, root, shape) to the
+library's check (rp_check, or rp_allreduce_opts_t.signature folded into
+the call): one small MAX allreduce in which the largest and the smallest
+signature meet. When they differ the ranks disagree, and every rank knows
+it at the same moment, so they all raise MismatchError together instead
+of one hanging in a collective the others never join. The message names
+each rank's arguments (an allgather of the descriptions, on this error
+path only). The same check lets a rank that has joined (join()) follow
+the others' allreduces. RINGPOINT_CHECK=0 skips the check (a mismatch
+then fails in the transport, or hangs until RINGPOINT_COLL_TIMEOUT, and
+join() cannot see the other ranks' calls).
 
 A call whose arguments fail the local checks on some ranks only (a bad
 root, an unsupported dtype, a non-contiguous tensor there) is a mismatch
@@ -23,32 +26,30 @@ import hashlib
 import os
 
 from ringpoint import _lib, _runtime
-from ringpoint._dtypes import INT64, MAX, UINT8
+from ringpoint._dtypes import INT64, UINT8
 from ringpoint._errors import Error, MismatchError, check
 from ringpoint._runtime import context_handle
 
 lib = _lib.lib
 CHECK = os.environ.get("RINGPOINT_CHECK", "1") not in ("0", "no", "off")
 
-_sig = (ctypes.c_int64 * 2)()
-_sig_addr = ctypes.addressof(_sig)
 _DESC_LEN = 512
 
 
 def verify(ctx, what, desc, describe=True):
     """Raise MismatchError on every rank unless all ranks passed an equal
     @desc (a tuple of ints and strings; its repr names it in messages).
-    The check is the library's own (rp_allreduce_opts_t.signature): the
-    two pair with each other. @describe: see mismatch()."""
+    The check is the library's own (rp_check, the one
+    rp_allreduce_opts_t.signature runs): the two pair with each other.
+    While a rank has joined (join()) it raises StateError: the call it
+    guards is not one a joined rank takes part in. @describe: see
+    mismatch()."""
     if not CHECK:
         return
-    h = signature(desc)
-    _sig[0] = h
-    _sig[1] = -h
-    check(lib.rp_allreduce(ctx, _sig_addr, _sig_addr, 2, INT64, MAX), what)
-    if _sig[0] == -_sig[1]:
-        return
-    raise mismatch(ctx, what, desc, describe)
+    status = lib.rp_check(ctx, signature(desc) << 1)
+    if status == MismatchError.status:
+        raise mismatch(ctx, what, desc, describe)
+    check(status, what)
 
 
 def c_signature(desc):
@@ -146,6 +147,13 @@ def check_gather(ctx, what, desc, value, full_desc=None):
     passed an equal @desc (@full_desc, if given, names the call in the
     message)."""
     sig = signature(desc)
+    # The check first, as every collective has it: a rank that has joined
+    # takes part in it, not in the allgather.
+    if CHECK:
+        status = lib.rp_check(ctx, sig << 1)
+        if status == MismatchError.status:
+            raise mismatch(ctx, what, full_desc or desc, True)
+        check(status, what)
     rows = allgather_int64s(ctx, [sig, value], what)
     if any(r[0] != sig for r in rows):
         raise MismatchError("%s: the ranks called it with different arguments: %s"

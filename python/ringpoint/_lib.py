@@ -144,6 +144,8 @@ _declare("rp_alltoallv", c_int, ctx_t, c_void, P(c_size), c_void, P(c_size),
          c_int)
 _declare("rp_ialltoallv", c_int, ctx_t, c_void, P(c_size), c_void, P(c_size),
          c_int, P(req_t))
+_declare("rp_check", c_int, ctx_t, c_u64)
+_declare("rp_join", c_int, ctx_t, P(c_int))
 _declare("rp_test", c_int, P(req_t), P(c_int))
 _declare("rp_wait", c_int, P(req_t))
 _declare("rp_region_register", c_int, ctx_t, ctypes.c_char_p, c_void, c_size,

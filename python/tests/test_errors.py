@@ -296,13 +296,32 @@ def test_local_error_on_one_rank_does_not_hang():
 
 @mismatch
 def test_join_while_others_reduce():
-    # ringpoint's join() cannot stand in for a rank in the others'
-    # collectives: as documented, that collective fails on every rank
-    # (MismatchError), and a join of all ranks afterwards works.
-    with pytest.raises(hvd.MismatchError):
-        if hvd.rank() == 0:
-            hvd.join()
-        else:
-            hvd.allreduce(torch.ones(2))
-    assert 0 <= hvd.join() < hvd.size()
+    # Rank 0 joins at once and stands in with zeros for the others'
+    # allreduces (an Average still divides by every rank); their other
+    # collectives raise StateError, a RuntimeError, while it is joined, and
+    # move nothing. join() returns the last rank to join, on every rank.
+    n, r = hvd.size(), hvd.rank()
+    if r == 0:
+        last = hvd.join()
+    else:
+        total = float(sum(range(1, n)))
+        y = hvd.allreduce(torch.full((3,), float(r)), op=hvd.Sum)
+        assert y.tolist() == [total] * 3
+        avg = hvd.allreduce(torch.full((4,), float(r), dtype=torch.float64))
+        assert avg.tolist() == [total / n] * 4
+        h = hvd.allreduce_async(torch.full((2,), r, dtype=torch.int32),
+                                op=hvd.Sum)
+        g = hvd.grouped_allreduce([torch.ones(5), torch.full((70000,), 2.0)],
+                                  op=hvd.Sum)
+        assert hvd.synchronize(h).tolist() == [int(total)] * 2
+        assert g[0].tolist() == [n - 1.0] * 5 and g[1][-1].item() == 2.0 * (n - 1)
+        for call in (lambda: hvd.broadcast(torch.ones(1), 1),
+                     lambda: hvd.allgather(torch.ones(1)),
+                     lambda: hvd.barrier(),
+                     lambda: hvd.alltoall(torch.ones(n))):
+            with pytest.raises(hvd.StateError):
+                call()
+        last = hvd.join()
+    assert last == n - 1
+    assert hvd.allgather_object(last) == [last] * n
     _still_works()

@@ -278,40 +278,27 @@ def _a2a_local(what, tensor, splits):
     return _a2a_splits(what, tensor, splits)
 
 
-def _a2a_exchange(what, sig, mine):
-    """One all-to-all of (signature, rows) pairs: every rank sees every
-    rank's signature, so a mismatch is seen by all at once, and learns how
-    many rows each sends it. Returns (signatures agree, rows from each)."""
+def _a2a_exchange(what, mine):
+    """One all-to-all of the row counts: how many rows each rank sends
+    this one."""
     n = size()
-    sbuf = (ctypes.c_int64 * (2 * n))()
-    rbuf = (ctypes.c_int64 * (2 * n))()
-    for q in range(n):
-        sbuf[2 * q] = sig
-        sbuf[2 * q + 1] = mine[q]
-    check(lib.rp_alltoall(context_handle(what), sbuf, rbuf, 2, D.INT64), what)
-    return (all(rbuf[2 * q] == sig for q in range(n)),
-            [int(rbuf[2 * q + 1]) for q in range(n)])
+    sbuf = (ctypes.c_int64 * n)(*mine)
+    rbuf = (ctypes.c_int64 * n)()
+    check(lib.rp_alltoall(context_handle(what), sbuf, rbuf, 1, D.INT64), what)
+    return [int(rbuf[q]) for q in range(n)]
 
 
 def _a2a_plan(what, tensor, splits):
-    """Exchange the splits (which checks the call across ranks too) and
-    lay out the buffers: (output, received splits, input, send and
-    receive byte counts)."""
+    """Check the call across ranks, exchange the splits and lay out the
+    buffers: (output, received splits, input, send and receive byte
+    counts)."""
     n = size()
-    try:
+    with _coll.checking(what):
         mine = _a2a_local(what, tensor, splits)
-    except Exception as exc:
-        # Take part in the exchange the valid ranks run, with a signature
-        # no valid call has: they raise MismatchError instead of hanging.
-        _a2a_exchange(what, _coll.signature(("invalid call", what,
-                                             type(exc).__name__)), [0] * n)
-        raise
     t = tensor.detach().contiguous()
     rest = tuple(t.shape[1:])
-    desc = ("alltoall", str(t.dtype), rest)
-    same, got = _a2a_exchange(what, _coll.signature(desc), mine)
-    if not same:
-        raise _coll.mismatch(None, what, desc, False)
+    _coll.verify(context_handle(what), what, ("alltoall", str(t.dtype), rest))
+    got = _a2a_exchange(what, mine)
     row = t.element_size() * int(torch.Size(rest).numel())
     out = torch.empty((sum(got),) + rest, dtype=t.dtype)
     return (out, got, t, (_sizes_t * n)(*[s * row for s in mine]),

@@ -933,26 +933,26 @@ def sparse_allreduce_async(tensor, name, op, process_set=None):
 def barrier(process_set=None):
     """Return once every rank has called barrier()."""
     _process_set(process_set, "barrier")
-    check(lib.rp_barrier(context_handle("barrier")), "barrier")
+    ctx = context_handle("barrier")
+    _coll.verify(ctx, "barrier", ("barrier",))
+    check(lib.rp_barrier(ctx), "barrier")
 
 
 def join(device=-1):
-    """Mark this rank done (Horovod's join). Every rank must call it; it
-    returns, on every rank, the rank that joined last.
-
-    ringpoint has no coordinator that lets a joined rank take part in the
-    collectives the others still run: a rank that joins while another still
-    calls collectives makes that collective fail on every rank with
-    MismatchError (not hang). Give every rank the same number of batches
-    (the samplers in ringpoint.torch do) and join at the end.
-    """
-    import time
-    ctx = context_handle("join")
-    _coll.verify(ctx, "join", ("join",))
-    # The last to arrive: latest arrival time, rank as the tie-breaker.
-    now = time.time_ns()
-    rows = _coll.allgather_int64s(ctx, [now], "join")
-    return max(range(len(rows)), key=lambda r: (rows[r][0], r))
+    """This rank has run out of data (Horovod's join): until every rank has
+    called join(), it takes part in the other ranks' allreduces with zeros
+    (an Average still divides by size()), and other collectives they call
+    (broadcast, allgather, reducescatter, alltoall, barrier) raise
+    StateError on them. Returns, on every rank, the rank that joined last.
+    Blocks until every rank has joined; outstanding handles are completed
+    first. The job's ranks only (not a process set); @device is Horovod's
+    and unused."""
+    what = "join"
+    if _pset.current() is not None:
+        raise InvalidArgumentError("join: joins the job, not a process set")
+    last = ctypes.c_int(-1)
+    check(lib.rp_join(context_handle(what), ctypes.byref(last)), what)
+    return last.value
 
 
 def _shutdown_hook():

@@ -41,11 +41,12 @@ def _fusion_bytes():
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "ready", "req", "dtype")
+    __slots__ = ("index", "params", "ready", "req", "dtype", "sig")
 
     def __init__(self, index, dtype):
         self.index, self.dtype = index, dtype
         self.params, self.ready, self.req = [], 0, None
+        self.sig = None
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -158,7 +159,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         ptrs = (ctypes.c_void_p * n)(*[g.data_ptr() for g in grads])
         counts = (ctypes.c_size_t * n)(*[g.numel() for g in grads])
         dt = mpi_ops._dtype(grads[0], what)
-        opts = _lib.AllreduceOpts(self._rp_compression.wire_format(dt))
+        # Checked, so that a rank that has joined (hvd.join) can stand in
+        # with zeros: the signature of the bucket, the same every step.
+        if b.sig is None:
+            b.sig = _coll.c_signature(("DistributedOptimizer bucket", b.index,
+                                       str(b.dtype), tuple(counts),
+                                       str(self._rp_compression)))
+        opts = _lib.AllreduceOpts(self._rp_compression.wire_format(dt), b.sig)
         req = _lib.req_t()
         check(lib.rp_iallreduce_group(_pset.handle_of(self._rp_ps, what), ptrs, ptrs, counts,
                                       n, dt, self._rp_op, ctypes.byref(opts),
