@@ -22,10 +22,15 @@
 #               ucx_perftest's latency and rate), tcp3 (the same at 3
 #               ranks, --oversubscribe: the transport's algorithms past
 #               two ranks); default np2,np4,tcp
-#   -C COLLS    comma-separated, from allreduce, broadcast, allgather and
-#               barrier (against MPI_Allreduce, MPI_Bcast, MPI_Allgather,
-#               MPI_Barrier); default allreduce. Allreduce runs 4 B-256 MiB,
-#               broadcast and allgather 4 B-16 MiB
+#   -C COLLS    comma-separated, from allreduce, broadcast, allgather,
+#               barrier, reduce_scatter and alltoall (against MPI_Allreduce,
+#               MPI_Bcast, MPI_Allgather, MPI_Barrier,
+#               MPI_Reduce_scatter_block, MPI_Alltoall); default allreduce.
+#               Allreduce runs 4 B-256 MiB, the others 4 B-16 MiB.
+#               reduce_scatter and alltoall: the size is a rank's whole
+#               send buffer (nccl-tests'), out of place only (ringpoint has
+#               no in-place form); no gloo, and -B only where that build
+#               has them
 #   -G          no gloo
 #   -E SIZE     only sizes up to SIZE, one of 4, 16, ..., 256K (more rounds
 #               of the small rows, whose times swing between runs)
@@ -80,7 +85,7 @@ while getopts "r:p:B:l:C:GE:n:m:o:qh" opt; do
     m) stat=$OPTARG ;;
     o) keep=$OPTARG ;;
     q) quick=1; rounds=2 ;;
-    h) sed -n '2,48p' "$0"; exit 0 ;;
+    h) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
     *) exit 64 ;;
     esac
 done
@@ -101,10 +106,14 @@ if [ -n "$before" ] && [ ! -x "$before/bin/ringpoint-bench" ]; then
     echo "bench-allreduce: $before/bin/ringpoint-bench not found" >&2
     exit 64
 fi
+# ringpoint-bench's aliases of the two newest, to their names.
+colls=$(echo ",$colls," | sed -e 's/,reducescatter,/,reduce_scatter,/g' \
+    -e 's/,reduce-scatter,/,reduce_scatter,/g' -e 's/,all_to_all,/,alltoall,/g' \
+    -e 's/^,//' -e 's/,$//')
 for c in ${colls//,/ }; do
     case $c in
-    allreduce|broadcast|allgather|barrier) ;;
-    *) echo "bench-allreduce: unknown collective '$c' (allreduce, broadcast, allgather, barrier)" >&2; exit 64 ;;
+    allreduce|broadcast|allgather|barrier|reduce_scatter|alltoall) ;;
+    *) echo "bench-allreduce: unknown collective '$c' (allreduce, broadcast, allgather, barrier, reduce_scatter, alltoall)" >&2; exit 64 ;;
     esac
 done
 case $stat in
@@ -263,6 +272,13 @@ ucx_ceilings() {
     done
 }
 
+# before_has COLL: whether the earlier ringpoint's bench knows COLL (one
+# from before reduce_scatter and alltoall would fail every run of them).
+before_has() {
+    [ "$1" = barrier ] ||
+        "$before/bin/ringpoint-bench" --help 2>&1 | grep -qw -- "$1"
+}
+
 # one_coll LAYOUT COLL ROUND: every tool, in turn, over the size ranges.
 one_coll() {
     local layout=$1 coll=$2 round=$3 range rp rpb
@@ -282,7 +298,7 @@ one_coll() {
         # shellcheck disable=SC2086
         run "$layout" ringpoint "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
             ${rpenv[@]+"${rpenv[@]}"} "${rp[@]}" $range
-        if [ -n "$before" ] && [ -x "${rpb[0]}" ]; then
+        if [ -n "$before" ] && [ -x "${rpb[0]}" ] && before_has "$coll"; then
             # shellcheck disable=SC2086
             run "$layout" before "$coll" "$round" "${MPIRUN[@]}" "${np[@]}" \
                 ${rpenv[@]+"${rpenv[@]}"} "${rpb[@]}" $range
@@ -391,12 +407,15 @@ def rank(order, x):
     return order.index(x) if x in order else len(order)
 
 layouts = sorted({k[0] for k in d}, key=lambda x: rank(["np2", "np4", "tcp", "tcp3"], x))
-colls = sorted({k[1] for k in d} - {"half"}, key=lambda x: rank(["allreduce", "broadcast", "allgather", "barrier"], x))
+colls = sorted({k[1] for k in d} - {"half"}, key=lambda x: rank(
+    ["allreduce", "broadcast", "allgather", "barrier", "reduce_scatter", "alltoall"], x))
+# nccl-tests' size of these: a rank's whole send buffer; no in-place form.
+blocks = {"reduce_scatter": "MPI_Reduce_scatter_block", "alltoall": "MPI_Alltoall"}
 names = {"np2": "2 ranks, 1 node (shared memory)",
          "np4": "4 ranks on 2 cores (mpirun --oversubscribe)",
          "tcp": "2 ranks, UCX_TLS=tcp,self (inter-node emulation)",
          "tcp3": "3 ranks on 2 cores, UCX_TLS=tcp,self (inter-node emulation)"}
-print(f"# float32 (allreduce: sum); medians over {rounds} interleaved rounds of the per-run"
+print(f"# float32 (allreduce, reduce_scatter: sum); medians over {rounds} interleaved rounds of the per-run"
       + (" time per call of the iterations back to back (-m loop), the slowest rank's"
          if stat == "loop" else " median of the slowest rank's per-iteration time"))
 print("# time in us, busbw in GB/s; x = other tool's time / ringpoint's time"
@@ -407,6 +426,9 @@ for c in colls:
         if not sizes:
             continue
         print(f"\n## {c}, {names.get(l, l)}\n")
+        if c in blocks:
+            print(f"# size: a rank's whole send buffer (n blocks), against {blocks[c]};"
+                  " out of place only (no in-place form in ringpoint)\n")
         hdr = (f"{'size':>9} | {'ringpoint':>18} | {'before':>18} | {'ompi default':>18} |"
                f" {'ompi ucx':>18} | {'x best':>6} {'x befr':>6} | {'rp in-place':>18} |"
                f" {'gloo':>18} | {'x gloo':>6}")

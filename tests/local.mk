@@ -97,6 +97,15 @@ tests_unit_test_settings_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_settings_LDADD = $(UNIT_LIBS)
 tests_unit_test_settings_LDFLAGS = $(UNIT_LINKFLAGS)
 
+# What the collective benchmarks check reduce-scatter and all-to-all
+# against (runtime/tools/benchtable.c, plain C: no library needed).
+UNIT_TESTS += tests/unit/test_benchtable
+tests_unit_test_benchtable_SOURCES = tests/unit/test_benchtable.c \
+	runtime/tools/benchtable.c runtime/tools/benchtable.h
+tests_unit_test_benchtable_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_benchtable_LDADD = $(CMOCKA_LIBS)
+tests_unit_test_benchtable_LDFLAGS = $(UNIT_LINKFLAGS)
+
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c
 tests_unit_test_crc32c_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_crc32c_LDADD = $(UNIT_LIBS)

@@ -1,11 +1,12 @@
 /*
  * mpi-allreduce-bench: MPI_Allreduce (or MPI_Bcast, MPI_Allgather,
- * MPI_Barrier with -C) timed and printed exactly like ringpoint-bench, so
- * that scripts/bench-allreduce.sh can put the two side by side (same
- * sizes, same inputs, same statistic).
+ * MPI_Barrier, MPI_Reduce_scatter_block, MPI_Alltoall with -C) timed and
+ * printed exactly like ringpoint-bench, so that scripts/bench-allreduce.sh
+ * can put the two side by side (same sizes, same inputs, same statistic).
  *
  *   mpirun -np N mpi-allreduce-bench [-C allreduce|broadcast|allgather|
- *        barrier] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]
+ *        barrier|reduce_scatter|alltoall] [-b MIN] [-e MAX] [-f FACTOR]
+ *        [-n ITERS] [-w WARMUP]
  *        [-c 0|1] [-o sum|prod|min|max] [-d float|double|int32|int64]
  *        [-m median|mean|loop]
  *
@@ -13,6 +14,12 @@
  * whole blocks per rank); broadcast from rank 0; barrier prints one row of
  * size 0. For those three #wrong counts bytes that differ from the
  * pattern each rank wrote.
+ *
+ * Reduce-scatter and all-to-all as ringpoint-bench's: the size is a rank's
+ * whole send buffer (whole blocks per rank), their inputs and checks are
+ * ringpoint-bench's (the allreduce's inputs, each rank checking its block;
+ * bt_a2a_input), and their in-place columns say N/A: ringpoint has no
+ * in-place form to set MPI_IN_PLACE against.
  *
  * Each iteration is timed alone; the per-iteration times are combined with
  * MPI_MAX over ranks and the row shows their median (or mean); -m loop
@@ -40,12 +47,25 @@ static const char *const type_names[] = {"float", "double", "int32", "int64"};
 static const size_t type_sizes[] = {4, 8, 4, 8};
 static const char *const op_names[] = {"sum", "prod", "min", "max"};
 
-typedef enum { C_ALLREDUCE, C_BROADCAST, C_ALLGATHER, C_BARRIER } coll_t;
+typedef enum {
+    C_ALLREDUCE,
+    C_BROADCAST,
+    C_ALLGATHER,
+    C_BARRIER,
+    C_REDUCE_SCATTER,
+    C_ALLTOALL,
+    C_COUNT
+} coll_t;
 
-static const char *const coll_names[] = {"allreduce", "broadcast", "allgather",
-                                   "barrier"};
-static const char *const coll_calls[] = {"MPI_Allreduce", "MPI_Bcast",
-                                   "MPI_Allgather", "MPI_Barrier"};
+/* ringpoint-bench's names, then the aliases it takes too. */
+static const char *const coll_names[] = {
+    "allreduce", "broadcast", "allgather", "barrier", "reduce_scatter",
+    "alltoall", "reducescatter", "reduce-scatter", "all_to_all"};
+static const coll_t coll_alias_of[] = {C_REDUCE_SCATTER, C_REDUCE_SCATTER,
+                                       C_ALLTOALL};
+static const char *const coll_calls[] = {
+    "MPI_Allreduce", "MPI_Bcast", "MPI_Allgather", "MPI_Barrier",
+    "MPI_Reduce_scatter_block", "MPI_Alltoall"};
 
 static int g_rank, g_size;
 
@@ -296,10 +316,10 @@ static void print_row(size_t bytes, size_t count, const char *type,
     }
 }
 
-/* @name's index among the 4 @names into *@i; false if none. */
-static bool pick(const char *name, const char *const *names, int *i)
+/* @name's index among the @n @names into *@i; false if none. */
+static bool pick(const char *name, const char *const *names, int n, int *i)
 {
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < n; k++) {
         if (strcmp(name, names[k]) == 0) {
             *i = k;
             return true;
@@ -362,6 +382,127 @@ static int64_t run_others(coll_t coll, size_t minb, size_t maxb, double factor,
     return wrong_total;
 }
 
+/* One MPI_Reduce_scatter_block or MPI_Alltoall: @per elements per block,
+ * a rank's input @size blocks. */
+typedef struct block_call {
+    coll_t coll;
+    type_t t;
+    int op;
+    size_t per, out_bytes;
+    const void *in;
+    void *out;
+} block_call_t;
+
+static void call_block(void *arg)
+{
+    const block_call_t *a = arg;
+
+    if (a->coll == C_REDUCE_SCATTER) {
+        MPI_Reduce_scatter_block(a->in, a->out, (int)a->per, mpi_type(a->t),
+                                 mpi_op(a->op), MPI_COMM_WORLD);
+    } else {
+        MPI_Alltoall(a->in, (int)a->per, mpi_type(a->t), a->out, (int)a->per,
+                     mpi_type(a->t), MPI_COMM_WORLD);
+    }
+}
+
+/* Before a call, untimed: the output poisoned before the checked one. */
+static void prepare_block(void *arg, bool checked)
+{
+    const block_call_t *a = arg;
+
+    if (checked) {
+        memset(a->out, 0xA5, a->out_bytes);
+    }
+}
+
+/* The #wrong elements of this rank's output: reduce-scatter's block of the
+ * allreduce's expected result, all-to-all's block q from rank q. */
+static int64_t block_wrong(const block_call_t *a)
+{
+    const size_t es = type_sizes[a->t];
+    const size_t n = a->coll == C_ALLTOALL ? a->per * (size_t)g_size : a->per;
+    int64_t wrong = 0;
+    char e[8];
+
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = a->coll == C_ALLTOALL
+                        ? bt_a2a_input((int)(i / a->per), g_rank, i % a->per)
+                        : bt_ar_expected(a->op, (size_t)g_rank * a->per + i,
+                                         g_size);
+
+        store(a->t, e, 0, v);
+        wrong += memcmp(e, (const char *)a->out + i * es, es) != 0;
+    }
+    return wrong;
+}
+
+/* The rows of reduce-scatter or all-to-all, sizes a rank's whole send
+ * buffer in whole blocks of @t, out of place only; the total #wrong. */
+static int64_t run_blocks(coll_t coll, type_t t, int op, size_t minb,
+                          size_t maxb, double factor, int iters, int warmup,
+                          bool check, bool mean, double bf)
+{
+    const size_t es = type_sizes[t], unit = es * (size_t)g_size;
+    int64_t wrong_total = 0;
+    size_t last = (size_t)-1;
+
+    for (double sz = (double)minb; sz <= (double)maxb;
+         sz = sz == 0 ? 1 : sz * factor) {
+        size_t bytes = (size_t)sz / unit * unit, count = bytes / es;
+        block_call_t a = {.coll = coll, .t = t, .op = op,
+                          .per = count / (size_t)g_size};
+        double *times;
+        void *in = NULL, *out = NULL;
+        row_t res;
+        int64_t wrong = 0;
+
+        a.out_bytes = (coll == C_ALLTOALL ? count : a.per) * es;
+        if (count == 0 || bytes == last) {
+            continue;
+        }
+        last = bytes;
+        times = calloc((size_t)iters, sizeof(double));
+        if (times == NULL || posix_memalign(&in, 4096, bytes) != 0 ||
+            posix_memalign(&out, 4096, a.out_bytes) != 0) {
+            free(times);
+            free(in);
+            continue;
+        }
+        memset(out, 0, a.out_bytes);
+        for (size_t i = 0; i < count; i++) {
+            store(t, in, i,
+                  coll == C_ALLTOALL
+                      ? bt_a2a_input(g_rank, (int)(i / a.per), i % a.per)
+                      : bt_ar_input(op, i, g_rank, g_size));
+        }
+        a.in = in;
+        a.out = out;
+        time_row(call_block, prepare_block, &a, iters, warmup, check, mean,
+                 times, &res);
+        if (check) {
+            wrong = block_wrong(&a);
+            MPI_Allreduce(&wrong, &res.wrong, 1, MPI_INT64_T, MPI_SUM,
+                          MPI_COMM_WORLD);
+            wrong_total += res.wrong > 0 ? res.wrong : 0;
+        }
+        if (g_rank == 0) {
+            bt_print_row_head(bytes, count, type_names[t],
+                              coll == C_ALLTOALL ? "none" : op_names[op], -1);
+            bt_print_result(res.time_us, res.wrong, bytes, bf);
+            bt_print_absent();
+            printf("\n");
+        }
+        free(times);
+        free(in);
+        free(out);
+    }
+    if (g_rank == 0) {
+        bt_print_wrong_total(wrong_total);
+    }
+    return wrong_total;
+}
+
 int main(int argc, char **argv)
 {
     size_t minb = 8, maxb = 32 * 1024 * 1024;
@@ -380,7 +521,14 @@ int main(int argc, char **argv)
         bool ok = true;
 
         switch (ch) {
-        case 'C': ok = pick(optarg, coll_names, (int *)&coll); break;
+        case 'C': {
+            int k = 0;
+
+            ok = pick(optarg, coll_names,
+                      (int)(sizeof(coll_names) / sizeof(coll_names[0])), &k);
+            coll = k < C_COUNT ? (coll_t)k : coll_alias_of[k - C_COUNT];
+            break;
+        }
         case 'b': ok = bt_parse_size(optarg, &minb); break;
         case 'e': ok = bt_parse_size(optarg, &maxb); break;
         case 'f': factor = atof(optarg); ok = factor > 1; break;
@@ -390,8 +538,8 @@ int main(int argc, char **argv)
         case 'm':
             ok = bt_parse_stat(optarg, &mean, &g_loop);
             break;
-        case 'o': ok = pick(optarg, op_names, &op); break;
-        case 'd': ok = pick(optarg, type_names, (int *)&t); break;
+        case 'o': ok = pick(optarg, op_names, 4, &op); break;
+        case 'd': ok = pick(optarg, type_names, 4, (int *)&t); break;
         default:
             ok = false;
         }
@@ -406,9 +554,11 @@ int main(int argc, char **argv)
             return 64;
         }
     }
-    bf = coll == C_ALLREDUCE   ? 2.0 * (g_size - 1) / g_size
-         : coll == C_ALLGATHER ? (double)(g_size - 1) / g_size
-                               : 1.0;
+    bf = coll == C_ALLREDUCE ? 2.0 * (g_size - 1) / g_size
+         : coll == C_ALLGATHER || coll == C_REDUCE_SCATTER ||
+                 coll == C_ALLTOALL
+             ? (double)(g_size - 1) / g_size
+             : 1.0;
     if (coll == C_BARRIER) {
         minb = maxb = 0;
     }
@@ -420,6 +570,12 @@ int main(int argc, char **argv)
         bt_print_time_note(g_loop, mean);
         printf("#\n");
         bt_print_heads();
+    }
+    if (coll == C_REDUCE_SCATTER || coll == C_ALLTOALL) {
+        wrong_total = run_blocks(coll, t, op, minb, maxb, factor, iters,
+                                 warmup, check, mean, bf);
+        MPI_Finalize();
+        return wrong_total ? 1 : 0;
     }
     if (coll != C_ALLREDUCE) {
         wrong_total = run_others(coll, minb, maxb, factor, iters, warmup,

@@ -1,7 +1,8 @@
 /*
  * ringpoint-bench: collective performance in nccl-tests' shape.
  *
- *   ringpoint-bench [allreduce|broadcast|allgather] [-b MIN] [-e MAX]
+ *   ringpoint-bench [allreduce|broadcast|allgather|reduce_scatter|alltoall]
+ *                   [-b MIN] [-e MAX]
  *                   [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1] [-o OP]
  *                   [-d DTYPE] [-r ROOT] [-m median|mean|loop] [-G N]
  *                   [-Z fp16|bf16] [-O cpu|sleep] [-D host|cuda]
@@ -27,6 +28,12 @@
  * alone mostly shows which rank arrived first (a broadcast's root returns
  * before its readers have the data); in place, the values of later
  * iterations drift, so the checked call runs after the loop, prepared.
+ *
+ * Reduce-scatter and all-to-all follow nccl-tests: the row's size is a
+ * rank's whole send buffer (n blocks; reduce-scatter's output is one
+ * block, all-to-all's n), busbw = algbw * (n-1)/n. The library has no
+ * in-place form of either (the buffers must not overlap), so their
+ * in-place columns say N/A and the average takes the out-of-place figure.
  *
  * Checking (-c 1, the default): inputs are small integers chosen so that
  * every type, bfloat16 included, holds every result exactly, sums and
@@ -73,7 +80,9 @@ static double bus_factor(coll_t c, int n)
 {
     switch (c) {
     case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case COLL_ALLGATHER: return (double)(n - 1) / n;
+    case COLL_ALLGATHER:
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLTOALL: return (double)(n - 1) / n;
     default: return 1.0;
     }
 }
@@ -174,24 +183,34 @@ int main(int argc, char **argv)
         rp_dtype_t t = o.all_types ? bench_type(ti) : o.dtype;
         size_t es = rp_dtype_size(t);
         bool rooted = o.coll == COLL_BROADCAST;
-        int nops = o.coll == COLL_ALLREDUCE && o.all_ops ? RP_OP_COUNT : 1;
+        int nops = coll_has_op(o.coll) && o.all_ops ? RP_OP_COUNT : 1;
+        /* Allgather, reduce-scatter and all-to-all cut the buffer into one
+         * block per rank: whole elements per block. */
+        bool blocks = o.coll == COLL_ALLGATHER ||
+                      o.coll == COLL_REDUCE_SCATTER || o.coll == COLL_ALLTOALL;
+        const char *oname;
 
         for (int oi = 0; oi < nops; oi++) {
             rp_op_t op = o.all_ops ? (rp_op_t)oi : o.op;
             size_t last = (size_t)-1;
 
+            oname = coll_has_op(o.coll) ? op_name(op) : "none";
             for (double sz = (double)o.min_bytes; sz <= (double)o.max_bytes;
                  sz *= o.factor) {
-                /* Whole elements, and for allgather whole blocks per rank. */
-                size_t unit = es * (o.coll == COLL_ALLGATHER ? (size_t)g_size : 1);
+                /* Whole elements, whole blocks per rank. Size and the
+                 * printed count are nccl-tests': the whole buffer (for
+                 * allgather the output, for reduce-scatter and all-to-all
+                 * the send buffer); per_rank is the call's count. */
+                size_t unit = es * (blocks ? (size_t)g_size : 1);
                 size_t bytes = (size_t)sz / unit * unit;
-                size_t count = bytes / es; /* printed: whole buffer */
-                size_t per_rank = o.coll == COLL_ALLGATHER ? count / (size_t)g_size
-                                                           : count;
-                size_t out_bytes = bytes;
+                size_t count = bytes / es;
+                size_t per_rank = blocks ? count / (size_t)g_size : count;
+                size_t out_bytes =
+                    coll_out_count(o.coll, per_rank, g_size) * es;
                 result_t res[2];
                 bufs_t b;
                 double *times;
+                int ip_avg;
 
                 if (bytes == last) {
                     continue;
@@ -199,7 +218,9 @@ int main(int argc, char **argv)
                 last = bytes;
                 times = calloc((size_t)o.iters, sizeof(*times));
                 if (times == NULL ||
-                    !bufs_prepare(&o, t, op, per_rank, out_bytes, &b)) {
+                    !bufs_prepare(&o, t, op,
+                                  coll_in_count(o.coll, per_rank, g_size),
+                                  out_bytes, &b)) {
                     fprintf(stderr, "ringpoint-bench: rank %d: out of %s "
                             "memory at %zu B\n", g_rank,
                             o.device ? "device" : "host", bytes);
@@ -219,15 +240,16 @@ int main(int argc, char **argv)
                         } else if (g_rank == 0) {
                             printf("%13zu  %12zu  %8s  %6s  %6d  %8.2f  %8.2f"
                                    "  %8.2f  %8.2f  %6.1f  %5" PRId64 "\n",
-                                   bytes, count, type_name(t),
-                                   o.coll == COLL_ALLREDUCE ? op_name(op)
-                                                            : "none",
+                                   bytes, count, type_name(t), oname,
                                    rooted ? o.root : -1, res[0].time_us,
                                    ov.nb, ov.compute, ov.total,
                                    100 * ov.hidden, res[0].wrong);
                         }
                         res[1].time_us = 0;
                         res[1].wrong = -1;
+                    } else if (ip == 1 && !coll_has_inplace(o.coll)) {
+                        /* No in-place form: nothing to time or check. */
+                        res[1] = (result_t){.time_us = 0, .wrong = -1};
                     } else {
                         run_row(&o, t, op, per_rank, ip == 1, &b, times,
                                 &res[ip]);
@@ -243,16 +265,23 @@ int main(int argc, char **argv)
                     }
                 }
                 if (g_rank == 0 && !o.overlap) {
-                    bt_print_row_head(bytes, count, type_name(t),
-                                      o.coll == COLL_ALLREDUCE ? op_name(op)
-                                                               : "none",
+                    bt_print_row_head(bytes, count, type_name(t), oname,
                                       rooted ? o.root : -1);
                     bt_print_result(res[0].time_us, res[0].wrong, bytes, bf);
-                    bt_print_result(res[1].time_us, res[1].wrong, bytes, bf);
+                    if (coll_has_inplace(o.coll)) {
+                        bt_print_result(res[1].time_us, res[1].wrong, bytes,
+                                        bf);
+                    } else {
+                        bt_print_absent();
+                    }
                     printf("\n");
                 }
-                if (res[1].time_us > 0) {
-                    bw_sum += (double)bytes / (res[1].time_us * 1e3) * bf;
+                /* The average is of the in-place figures, as nccl-tests'
+                 * (the last placement run); without an in-place form, of
+                 * the out-of-place ones. */
+                ip_avg = coll_has_inplace(o.coll) ? 1 : 0;
+                if (!o.overlap && res[ip_avg].time_us > 0) {
+                    bw_sum += (double)bytes / (res[ip_avg].time_us * 1e3) * bf;
                     bw_rows++;
                 }
                 free(times);

@@ -18,7 +18,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { COLL_ALLREDUCE, COLL_BROADCAST, COLL_ALLGATHER } coll_t;
+typedef enum {
+    COLL_ALLREDUCE,
+    COLL_BROADCAST,
+    COLL_ALLGATHER,
+    COLL_REDUCE_SCATTER,
+    COLL_ALLTOALL,
+} coll_t;
 enum { OV_CPU = 1, OV_SLEEP = 2 };
 
 typedef struct opts {
@@ -73,6 +79,13 @@ rp_dtype_t bench_type(int i);
 const char *type_name(rp_dtype_t t);
 const char *op_name(rp_op_t op);
 const char *coll_name(coll_t c);
+/* Whether @c reduces (takes -o), and whether it has an in-place form. */
+bool coll_has_op(coll_t c);
+bool coll_has_inplace(coll_t c);
+/* The elements of a rank's input and output buffers when the call's count
+ * is @count (per rank for allgather, reduce-scatter and all-to-all). */
+size_t coll_in_count(coll_t c, size_t count, int size);
+size_t coll_out_count(coll_t c, size_t count, int size);
 
 /* ---- bench_tune.c ---- */
 
@@ -81,16 +94,18 @@ int bench_tune(const opts_t *o);
 
 /* ---- bench_check.c ---- */
 
-/* Fill the input of this rank for one run. */
+/* Fill the input of this rank for one run: @count elements, the whole
+ * input buffer. */
 void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf, size_t count);
-/* #wrong of this rank's output @out, in host memory (bufs_result). */
+/* #wrong of this rank's output @out, in host memory (bufs_result); @count
+ * is the call's count. */
 int64_t count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
                         size_t count, const void *out);
 
 /* ---- bench_device.c ---- */
 
-/* Allocate a row's buffers, fill the input and clear the output before
- * anything is timed; free them. */
+/* Allocate a row's buffers (@count: the input's elements), fill the input
+ * and clear the output before anything is timed; free them. */
 bool bufs_prepare(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
                   size_t out_bytes, bufs_t *b);
 void bufs_free(const opts_t *o, bufs_t *b);

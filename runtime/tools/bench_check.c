@@ -79,13 +79,46 @@ static int64_t want_gather(size_t i, void *arg)
 }
 
 
+/* Reduce-scatter: rank @rank's block, element @i, of the allreduce's
+ * expected result. */
+typedef struct want_rs { rp_op_t op; int n; size_t base; } want_rs_t;
+static int64_t want_rs(size_t i, void *arg)
+{
+    want_rs_t *w = arg;
+    return bt_ar_expected((int)w->op, w->base + i, w->n);
+}
+
+/* All-to-all: block q of the output came from rank q. */
+typedef struct want_a2a { int me; size_t per_rank; } want_a2a_t;
+static int64_t want_a2a(size_t i, void *arg)
+{
+    want_a2a_t *w = arg;
+    return bt_a2a_input((int)(i / w->per_rank), w->me, i % w->per_rank);
+}
+
 void fill(const opts_t *o, rp_dtype_t t, rp_op_t op, void *buf,
                  size_t count)
 {
+    /* All-to-all: block q, for rank q, of count / size elements. */
+    const size_t per_rank = count / (size_t)g_size;
+
     for (size_t i = 0; i < count; i++) {
-        int64_t v = o->coll == COLL_ALLREDUCE ? bt_ar_input((int)op, i, g_rank,
-                                                        g_size)
-                                              : bg_input(i, g_rank);
+        int64_t v;
+
+        switch (o->coll) {
+        case COLL_ALLREDUCE:
+        case COLL_REDUCE_SCATTER:
+            /* Reduce-scatter is the allreduce of the whole buffer, each
+             * rank keeping its block: the same inputs, the same sums. */
+            v = bt_ar_input((int)op, i, g_rank, g_size);
+            break;
+        case COLL_ALLTOALL:
+            v = bt_a2a_input(g_rank, (int)(i / per_rank), i % per_rank);
+            break;
+        default:
+            v = bg_input(i, g_rank);
+            break;
+        }
         store_int(t, buf, i, v);
     }
 }
@@ -100,6 +133,15 @@ int64_t count_row_wrong(const opts_t *o, rp_dtype_t t, rp_op_t op,
     if (o->coll == COLL_BROADCAST) {
         want_bg_t w = {o->root, count};
         return (int64_t)count_wrong(t, out, count, want_bcast, &w);
+    }
+    if (o->coll == COLL_REDUCE_SCATTER) {
+        want_rs_t w = {op, g_size, (size_t)g_rank * count};
+        return (int64_t)count_wrong(t, out, count, want_rs, &w);
+    }
+    if (o->coll == COLL_ALLTOALL) {
+        want_a2a_t w = {g_rank, count};
+        return (int64_t)count_wrong(t, out, count * (size_t)g_size, want_a2a,
+                                    &w);
     }
     want_bg_t w = {0, count};
     return (int64_t)count_wrong(t, out, count * (size_t)g_size, want_gather,

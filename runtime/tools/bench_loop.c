@@ -67,9 +67,15 @@ static rp_status_t run_once(const opts_t *o, rp_dtype_t t, rp_op_t op,
     case COLL_BROADCAST:
         return req ? rp_ibroadcast(g_ctx, recv, count, t, o->root, req)
                    : rp_broadcast(g_ctx, recv, count, t, o->root);
-    default:
+    case COLL_ALLGATHER:
         return req ? rp_iallgather(g_ctx, send, recv, count, t, req)
                    : rp_allgather(g_ctx, send, recv, count, t);
+    case COLL_REDUCE_SCATTER:
+        return req ? rp_ireduce_scatter(g_ctx, send, recv, count, t, op, req)
+                   : rp_reduce_scatter(g_ctx, send, recv, count, t, op);
+    default:
+        return req ? rp_ialltoall(g_ctx, send, recv, count, t, req)
+                   : rp_alltoall(g_ctx, send, recv, count, t);
     }
 }
 
@@ -153,18 +159,18 @@ static rp_status_t run_loop(const opts_t *o, rp_dtype_t t, rp_op_t op,
 }
 
 /*
- * @count: elements per rank (the buffer for allreduce and broadcast).
- * b->in: this rank's input, kept intact; b->out: the output (allgather:
- * size * count elements).
+ * @count: the call's count (the buffer for allreduce and broadcast, a
+ * rank's block for the others). b->in: this rank's input, kept intact
+ * (reduce-scatter, all-to-all: size * count elements); b->out: the output
+ * (allgather, all-to-all: size * count elements).
  */
 void run_row(const opts_t *o, rp_dtype_t t, rp_op_t op, size_t count,
                     bool inplace, const bufs_t *b, double *times,
                     result_t *res)
 {
     const size_t es = rp_dtype_size(t);
-    const size_t in_bytes = count * es;
-    const size_t out_bytes =
-        o->coll == COLL_ALLGATHER ? in_bytes * (size_t)g_size : in_bytes;
+    const size_t in_bytes = coll_in_count(o->coll, count, g_size) * es;
+    const size_t out_bytes = coll_out_count(o->coll, count, g_size) * es;
     char *out = b->out;
     void *send = b->in;
     rp_status_t st = RP_OK;

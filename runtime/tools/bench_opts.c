@@ -45,23 +45,55 @@ const char *op_name(rp_op_t op)
 
 const char *coll_name(coll_t c)
 {
-    return c == COLL_ALLREDUCE ? "allreduce"
-           : c == COLL_BROADCAST ? "broadcast"
-                                 : "allgather";
+    switch (c) {
+    case COLL_ALLREDUCE: return "allreduce";
+    case COLL_BROADCAST: return "broadcast";
+    case COLL_ALLGATHER: return "allgather";
+    case COLL_REDUCE_SCATTER: return "reduce_scatter";
+    default: return "alltoall";
+    }
+}
+
+bool coll_has_op(coll_t c)
+{
+    return c == COLL_ALLREDUCE || c == COLL_REDUCE_SCATTER;
+}
+
+bool coll_has_inplace(coll_t c)
+{
+    /* rp_reduce_scatter and rp_alltoall refuse overlapping buffers. */
+    return c != COLL_REDUCE_SCATTER && c != COLL_ALLTOALL;
+}
+
+size_t coll_in_count(coll_t c, size_t count, int size)
+{
+    return c == COLL_REDUCE_SCATTER || c == COLL_ALLTOALL
+               ? count * (size_t)size
+               : count;
+}
+
+size_t coll_out_count(coll_t c, size_t count, int size)
+{
+    return c == COLL_ALLGATHER || c == COLL_ALLTOALL ? count * (size_t)size
+                                                     : count;
 }
 
 static void usage(FILE *out)
 {
     fprintf(out,
-        "Usage: ringpoint-bench [allreduce|broadcast|allgather] [options]\n"
-        "  -C, --coll NAME       the collective (or give it as the first word)\n"
+        "Usage: ringpoint-bench [allreduce|broadcast|allgather|reduce_scatter|\n"
+        "                        alltoall] [options]\n"
+        "  -C, --coll NAME       the collective (or give it as the first word;\n"
+        "                        also all_reduce, bcast, all_gather,\n"
+        "                        reducescatter, reduce-scatter, all_to_all)\n"
         "  -b, --minbytes SIZE   smallest size (default 8; K, M, G suffixes)\n"
         "  -e, --maxbytes SIZE   largest size (default 32M)\n"
         "  -f, --stepfactor F    multiply the size by F each row (default 2)\n"
         "  -n, --iters N         timed iterations per row (default 20)\n"
         "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
         "  -c, --check 0|1       check every result exactly (default 1)\n"
-        "  -o, --op OP           sum, prod, min, max, avg or all (default sum)\n"
+        "  -o, --op OP           allreduce and reduce_scatter: sum, prod, min,\n"
+        "                        max, avg or all (default sum)\n"
         "  -d, --datatype T      float, double, half, bfloat16, int32, int64,\n"
         "                        uint8 or all (default float)\n"
         "  -r, --root R          broadcast's root (default 0)\n"
@@ -79,15 +111,20 @@ static void usage(FILE *out)
         "                        the fraction of communication hidden\n"
         "  -D, --device host|cuda  where the buffers are (default host); cuda:\n"
         "                        this task's GPU, through NCCL; exit 77 (skip)\n"
-        "                        where there is no GPU path. Not with -Z or -O\n"
+        "                        where there is no GPU path. Not with -Z or -O,\n"
+        "                        nor reduce_scatter or alltoall (host only)\n"
         "  -T, --tune FILE       measure this layout's switch points (recursive\n"
         "                        doubling/ring, segment slots/single-copy,\n"
         "                        hierarchy on/off; sizes -b..-e, -n, -w) and\n"
         "                        write the tuning table RINGPOINT_COLL_TUNE_FILE\n"
         "                        reads\n"
-        "Size is the buffer in bytes (allgather: the whole output). time is\n"
-        "in microseconds; algbw = size / time; busbw = algbw * 2(n-1)/n for\n"
-        "allreduce, (n-1)/n for allgather, 1 for broadcast (GB/s = 1e9 B/s).\n"
+        "Size is the buffer in bytes (allgather: the whole output;\n"
+        "reduce_scatter and alltoall: the whole send buffer of a rank, n\n"
+        "blocks), count its elements. time is in microseconds; algbw =\n"
+        "size / time; busbw = algbw * 2(n-1)/n for allreduce, (n-1)/n for\n"
+        "allgather, reduce_scatter and alltoall, 1 for broadcast (GB/s =\n"
+        "1e9 B/s). reduce_scatter and alltoall have no in-place form: those\n"
+        "columns say N/A.\n"
         "Launch with srun --mpi=pmix or mpirun; rank 0 prints.\n");
 }
 
@@ -113,6 +150,12 @@ static bool parse_coll(const char *s, coll_t *c)
         *c = COLL_BROADCAST;
     } else if (strcmp(s, "allgather") == 0 || strcmp(s, "all_gather") == 0) {
         *c = COLL_ALLGATHER;
+    } else if (strcmp(s, "reduce_scatter") == 0 ||
+               strcmp(s, "reducescatter") == 0 ||
+               strcmp(s, "reduce-scatter") == 0) {
+        *c = COLL_REDUCE_SCATTER;
+    } else if (strcmp(s, "alltoall") == 0 || strcmp(s, "all_to_all") == 0) {
+        *c = COLL_ALLTOALL;
     } else {
         return false;
     }
@@ -157,7 +200,9 @@ int parse_args(int argc, char **argv, opts_t *o)
     o->groups = 1;
     if (argc > 1 && argv[1][0] != '-') {
         if (!parse_coll(argv[1], &o->coll)) {
-            fprintf(stderr, "ringpoint-bench: unknown collective '%s'\n", argv[1]);
+            fprintf(stderr, "ringpoint-bench: unknown collective '%s' "
+                    "(allreduce, broadcast, allgather, reduce_scatter or "
+                    "alltoall)\n", argv[1]);
             return 64;
         }
         argv[1] = argv[0];
@@ -265,6 +310,15 @@ int parse_args(int argc, char **argv, opts_t *o)
     if (o->device && o->overlap) {
         fprintf(stderr, "ringpoint-bench: -O (overlap of non-blocking calls with "
                 "host computation) is a host-path measure: not with -D cuda\n");
+        return 64;
+    }
+    /* The library takes host memory only for these two (the GPU module
+     * has no path for them): refused here, with the way out, rather than
+     * as a failed call in the first row. */
+    if (o->device &&
+        (o->coll == COLL_REDUCE_SCATTER || o->coll == COLL_ALLTOALL)) {
+        fprintf(stderr, "ringpoint-bench: %s runs on host buffers only: "
+                "not with -D cuda (use -D host)\n", coll_name(o->coll));
         return 64;
     }
     /* The overlap table and the tuning time single calls by design. */

@@ -119,6 +119,15 @@ int64_t bt_ar_expected(int op, size_t i, int n)
     }
 }
 
+int64_t bt_a2a_input(int sender, int receiver, size_t i)
+{
+    /* 31, 13, 7 and 31 - 13 (a sender and receiver swapped) are nonzero
+     * modulo the prime 97, so any one of those mistakes, by fewer than 97
+     * ranks or elements, changes the value. */
+    return (int64_t)((i * 7 + (size_t)sender * 31 + (size_t)receiver * 13) %
+                     97) + 1;
+}
+
 void bt_print_heads(void)
 {
     printf("#                                                      "
@@ -150,6 +159,11 @@ void bt_print_result(double time_us, int64_t wrong, size_t bytes,
     }
     printf("  %8.2f  %6.2f  %6.2f  %6s", time_us, algbw, algbw * busbw_factor,
            w);
+}
+
+void bt_print_absent(void)
+{
+    printf("  %8s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
 }
 
 void bt_print_wrong_total(int64_t wrong_total)

@@ -30,6 +30,13 @@ double bt_stat(double *times, int n, bool mean);
 int64_t bt_ar_input(int op, size_t i, int r, int n);
 int64_t bt_ar_expected(int op, size_t i, int n);
 
+/* All-to-all inputs: element @i of the block that rank @sender sends to
+ * rank @receiver, in 1..97. A block moved to the wrong receiver, read from
+ * the wrong sender, swapped between the two or shifted within itself
+ * changes the value (for fewer than 97 ranks and shifts of fewer than 97
+ * elements), and every type, uint8 and bfloat16 included, holds it. */
+int64_t bt_a2a_input(int sender, int receiver, size_t i);
+
 /* CLOCK_MONOTONIC in microseconds: what every tool times with. */
 double bt_now_us(void);
 
@@ -49,5 +56,10 @@ void bt_print_row_head(size_t bytes, size_t count, const char *type,
 void bt_print_result(double time_us, int64_t wrong /* -1: N/A */,
                      size_t bytes, double busbw_factor);
 void bt_print_wrong_total(int64_t wrong_total);
+/* The columns of a placement the collective does not have (reduce-scatter
+ * and all-to-all have no in-place form): "N/A" in each, one word per
+ * column as every other row, so that a reader of the table (bench-
+ * allreduce.sh) finds no number there and counts none. */
+void bt_print_absent(void);
 
 #endif /* RP_TOOLS_BENCHTABLE_H */

@@ -46,6 +46,48 @@ test_bench_broadcast_and_allgather() {
     bench_ok "$out"
 }
 
+# rows_checked OUTPUT: how many rows have a number (0, as bench_ok
+# requires of the total) as their out-of-place #wrong and N/A in every
+# in-place column: reduce-scatter and all-to-all have no in-place form,
+# and a row that did not check its result (N/A out of place) does not count.
+rows_checked() {
+    echo "$1" | awk '/^ *[0-9]/ && $9 == "0" && $10 == "N/A" && $11 == "N/A" &&
+        $12 == "N/A" && $13 == "N/A" { n++ } END { print n + 0 }'
+}
+
+# Reduce-scatter and all-to-all on 2 nodes x 3 ranks, every type (and
+# every op for reduce-scatter), sizes from 0 through the pipelined range,
+# each rank checking every element of its output: reduce-scatter its block
+# of the allreduce's exact result, all-to-all each sender's block for it.
+# Every row is checked and right, and the in-place columns say N/A.
+test_bench_reduce_scatter_and_alltoall() {
+    local out rows
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench reduce_scatter -c 1 -b 0 \
+        -e 1M -f 13 -n 3 -w 1 -d all -o all 2>&1) || fail "reduce_scatter bench exited $?"
+    bench_ok "$out"
+    rows=$(echo "$out" | grep -c '^ *[0-9]')
+    # 7 types x 5 ops x 5-7 distinct sizes, all checked
+    [ "$rows" -ge 175 ] || fail "reduce_scatter: $rows rows"
+    assert_eq "$(rows_checked "$out")" "$rows" "reduce_scatter rows checked, no in-place"
+    assert_contains "$out" "reduce_scatter, 3 ranks on"
+    out=$(srun --mpi=pmix -N2 -n3 ringpoint-bench alltoall -c 1 -b 0 -e 1M \
+        -f 13 -n 3 -w 1 -d all 2>&1) || fail "alltoall bench exited $?"
+    bench_ok "$out"
+    rows=$(echo "$out" | grep -c '^ *[0-9]')
+    [ "$rows" -ge 35 ] || fail "alltoall: $rows rows"
+    assert_eq "$(rows_checked "$out")" "$rows" "alltoall rows checked, no in-place"
+    assert_eq "$(echo "$out" | awk '/^ *[0-9]/ && $4 != "none"' | wc -l)" 0 "alltoall's redop"
+    # The aliases, and a size past the pipelined range on 2 nodes x 2.
+    out=$(srun --mpi=pmix -N2 -n4 ringpoint-bench -C reduce-scatter -b 64M -e 64M \
+        -n 1 -w 0 -c 1 2>&1) || fail "reduce-scatter 64M exited $?"
+    bench_ok "$out"
+    assert_eq "$(rows_checked "$out")" 1 "reduce-scatter 64M row"
+    out=$(srun --mpi=pmix -N2 -n4 ringpoint-bench -C all_to_all -b 64M -e 64M \
+        -n 1 -w 0 -c 1 2>&1) || fail "all_to_all 64M exited $?"
+    bench_ok "$out"
+    assert_eq "$(rows_checked "$out")" 1 "all_to_all 64M row"
+}
+
 # Compression (sums of the bench's small integers are exact in fp16 and
 # bf16, so every result is still checked) and the overlap table, for every
 # collective kind.
@@ -58,7 +100,7 @@ test_bench_compression_and_overlap() {
     out=$(srun --mpi=pmix -N2 -n2 ringpoint-bench allreduce -Z bf16 -b 4M -e 4M \
         -n 2 -w 1 2>&1) || fail "bf16 bench exited $?"
     bench_ok "$out"
-    for coll in allreduce broadcast allgather; do
+    for coll in allreduce broadcast allgather reduce_scatter alltoall; do
         out=$(srun --mpi=pmix -N2 -n2 ringpoint-bench $coll -O sleep -b 64K \
             -e 1M -f 16 -n 3 -w 1 2>&1) || fail "$coll overlap bench exited $?"
         bench_ok "$out"
@@ -76,10 +118,19 @@ test_bench_mpirun_and_companions() {
             "$LIBEXEC/mpi-allreduce-bench" -b 4 -e 4M -f 16 -n 5 -w 1 2>&1) ||
             fail "mpi-allreduce-bench exited $?"
         bench_ok "$out"
+        # Open MPI's MPI_Reduce_scatter_block and MPI_Alltoall, on the same
+        # inputs and checks, out of place only as ringpoint's.
+        for c in reduce_scatter alltoall; do
+            out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
+                "$LIBEXEC/mpi-allreduce-bench" -C $c -b 4 -e 4M -f 16 -n 5 -w 1 2>&1) ||
+                fail "mpi-allreduce-bench -C $c exited $?"
+            bench_ok "$out"
+            [ "$(rows_checked "$out")" -ge 5 ] || fail "mpi-allreduce-bench -C $c: rows unchecked"
+        done
     fi
     # -m loop (the iterations back to back, one clock read each side):
     # every collective kind, in both tools, still checked after the loop.
-    for c in allreduce broadcast allgather; do
+    for c in allreduce broadcast allgather reduce_scatter alltoall; do
         out=$(env -u SLURM_CONF mpirun --allow-run-as-root --oversubscribe -np 3 \
             ringpoint-bench $c -b 4 -e 1M -f 16 -n 20 -w 2 -m loop 2>&1) ||
             fail "ringpoint-bench $c -m loop exited $?"
@@ -254,7 +305,7 @@ test_bench_tune_table() {
 }
 
 test_bench_rejects_bad_arguments() {
-    local rc=0
+    local rc=0 out
     ringpoint-bench -o nosuchop >/dev/null 2>&1 || rc=$?
     assert_eq "$rc" 64 "exit status for a bad op"
     rc=0
@@ -275,6 +326,12 @@ test_bench_rejects_bad_arguments() {
     rc=0
     ringpoint-bench -D cuda -Z fp16 >/dev/null 2>&1 || rc=$?
     assert_eq "$rc" 64 "exit status for compression on the device"
+    for c in reduce_scatter alltoall; do
+        rc=0
+        out=$(ringpoint-bench $c -D cuda 2>&1) || rc=$?
+        assert_eq "$rc" 64 "exit status for $c on the device"
+        assert_contains "$out" "$c runs on host buffers only: not with -D cuda (use -D host)"
+    done
     rc=0
     ringpoint-bench -m fastest >/dev/null 2>&1 || rc=$?
     assert_eq "$rc" 64 "exit status for a bad statistic"
