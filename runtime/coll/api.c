@@ -428,6 +428,22 @@ rp_status_t rp_check(rp_context_h ctx, uint64_t signature)
     return signature == 0 ? RP_OK : rp__api_blocking("rp_check", ctx, &a);
 }
 
+rp_status_t rp_join(rp_context_h ctx, int *last_p)
+{
+    rp_status_t status;
+
+    if (ctx == NULL || last_p == NULL) {
+        rp_error("rp_join: %s is NULL", ctx == NULL ? "ctx" : "last_p");
+        return RP_ERR_INVALID_ARG;
+    }
+    if (ctx->comm->parent != NULL) {
+        rp_error("rp_join: joins the job's context, not a sub-communicator");
+        return RP_ERR_INVALID_ARG;
+    }
+    status = rp__fork_check("rp_join");
+    return status != RP_OK ? status : rp__coll_host_join(ctx, last_p);
+}
+
 rp_status_t rp_ibarrier(rp_context_h ctx, rp_request_h *req)
 {
     rp__coll_args_t a;

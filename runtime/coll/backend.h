@@ -46,6 +46,10 @@ extern const rp__coll_backend_t rp__coll_host_backend;
  * backend, which checks on the host before it enqueues. */
 rp_status_t rp__coll_host_check(struct rp_context *ctx, uint64_t signature);
 
+/* rp_join on the host, in order after the queued non-blocking
+ * collectives (join.c). */
+rp_status_t rp__coll_host_join(struct rp_context *ctx, int *last_p);
+
 /* Every rank's @src to every rank, rank q's bytes landing in the pieces
  * @iov[q][0..@niov[q]) of host memory, this rank's own included: one copy
  * of each byte, each rank reading its node's peers' buffers where they

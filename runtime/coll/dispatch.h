@@ -59,6 +59,9 @@ typedef struct rp__coll_args {
  * rank needs: join.c); RP_ERR_STATE when a rank has joined and the call is
  * not an allreduce. */
 rp_status_t rp__coll_agree(struct rp_comm *c, const rp__coll_args_t *a);
+/* rp_join's loop (join.c): this rank stands in for the others' checked
+ * allreduces until every rank has joined; *@last_p: the last to join. */
+rp_status_t rp__coll_join(struct rp_comm *c, int *last_p);
 /* The same for a call the host does not run (a device collective's). */
 rp_status_t rp__coll_check(struct rp_comm *c, uint64_t signature);
 

@@ -41,6 +41,12 @@ rp_status_t rp__coll_host_check(struct rp_context *ctx, uint64_t signature)
     return rp__coll_check(ctx->comm, signature);
 }
 
+rp_status_t rp__coll_host_join(struct rp_context *ctx, int *last_p)
+{
+    rp__comm_sync(ctx->comm);
+    return rp__coll_join(ctx->comm, last_p);
+}
+
 rp_status_t rp__coll_host_allgather_iov(struct rp_context *ctx,
                                         const void *src,
                                         const struct iovec *const *iov,

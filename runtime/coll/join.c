@@ -30,13 +30,9 @@
  */
 #include "config.h"
 
-#include "ringpoint/coll.h"
-#include "coll/api.h"
 #include "coll/comm.h"
 #include "coll/dispatch.h"
-#include "coll/progress.h"
 #include "coll/select.h"
-#include "core/context.h"
 #include "util/log.h"
 
 #include <stdint.h>
@@ -225,23 +221,12 @@ out:
     return status;
 }
 
-rp_status_t rp_join(rp_context_h ctx, int *last_p)
+rp_status_t rp__coll_join(rp_comm_t *c, int *last_p)
 {
-    rp_comm_t *c;
     rp_agreed_t g;
     rp_status_t status;
     bool first = true;
 
-    if (ctx == NULL || last_p == NULL) {
-        rp_error("rp_join: %s is NULL", ctx == NULL ? "ctx" : "last_p");
-        return RP_ERR_INVALID_ARG;
-    }
-    c = ctx->comm;
-    if (c->parent != NULL) {
-        rp_error("rp_join: joins the job's context, not a sub-communicator");
-        return RP_ERR_INVALID_ARG;
-    }
-    rp__comm_sync(c);
     for (;;) {
         status = rp_agree(c, NULL, first, &g);
         if (status != RP_OK) {
