@@ -26,7 +26,8 @@
 #               barrier, reduce_scatter and alltoall (against MPI_Allreduce,
 #               MPI_Bcast, MPI_Allgather, MPI_Barrier,
 #               MPI_Reduce_scatter_block, MPI_Alltoall); default allreduce.
-#               Allreduce runs 4 B-256 MiB, the others 4 B-16 MiB.
+#               Allreduce, reduce_scatter and alltoall run 4 B-256 MiB,
+#               the others 4 B-16 MiB.
 #               reduce_scatter and alltoall: the size is a rank's whole
 #               send buffer (nccl-tests'), out of place only (ringpoint has
 #               no in-place form); no gloo, and -B only where that build
@@ -283,9 +284,14 @@ before_has() {
 one_coll() {
     local layout=$1 coll=$2 round=$3 range rp rpb
     local ranges=("$small" "$large")
-    # The other collectives up to 16 MiB: a round of all four stays
-    # within minutes on a loaded 2-core machine.
-    [ "$coll" = allreduce ] || ranges=("$small" "${large/-e 256M/-e 16M}")
+    # Broadcast and allgather up to 16 MiB: a round of all of them stays
+    # within minutes on a loaded 2-core machine. The reduce-scatter and the
+    # all-to-all, which sharded training runs on whole models' gradients,
+    # up to 256 MiB as the allreduce.
+    case $coll in
+    allreduce | reduce_scatter | alltoall) ;;
+    *) ranges=("$small" "${large/-e 256M/-e 16M}") ;;
+    esac
     rp=("$RP_BENCH" "$coll")
     rpb=("$before/bin/ringpoint-bench" "$coll")
     if [ "$coll" = barrier ]; then
