@@ -47,6 +47,7 @@ runtime_libringpoint_core_la_SOURCES = \
 	runtime/coll/barrier.c \
 	runtime/coll/select.c runtime/coll/select.h \
 	runtime/coll/allreduce_group.c \
+	runtime/coll/reduce_scatter_group.c \
 	runtime/coll/shm.c runtime/coll/shm.h runtime/coll/shm_setup.c \
 	runtime/coll/shm_coll.c \
 	runtime/coll/shm_cma.c \

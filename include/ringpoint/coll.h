@@ -332,6 +332,26 @@ RP_API rp_status_t rp_reduce_scatterv(rp_context_h ctx, const void *sendbuf,
                                       rp_dtype_t dtype, rp_op_t op);
 
 /**
+ * @brief @ref rp_reduce_scatterv of @p nbufs buffers in one operation
+ *        (fused, as @ref rp_allreduce_group fuses allreduces).
+ *
+ * Buffer i is cut into blocks of @p recvcounts[i * size + q] elements
+ * (block q for rank q, in rank order); rank q gets block q of each
+ * buffer's reduction into @p recvbufs[i]. Each buffer's result has the
+ * bits its own @ref rp_reduce_scatterv gives. Every rank passes the same
+ * counts.
+ *
+ * @return As @ref rp_allreduce; RP_ERR_INVALID_ARG for a NULL array with
+ *         @p nbufs > 0 or overlapping buffers.
+ */
+RP_API rp_status_t rp_reduce_scatter_group(rp_context_h ctx,
+                                           const void *const *sendbufs,
+                                           void *const *recvbufs,
+                                           const size_t *recvcounts,
+                                           size_t nbufs, rp_dtype_t dtype,
+                                           rp_op_t op);
+
+/**
  * @brief Every rank sends block q of @p sendbuf (@p count elements) to
  *        rank q, and receives rank q's block for it into block q of
  *        @p recvbuf.
@@ -430,6 +450,17 @@ RP_API rp_status_t rp_ireduce_scatterv(rp_context_h ctx, const void *sendbuf,
                                        void *recvbuf, const size_t *recvcounts,
                                        rp_dtype_t dtype, rp_op_t op,
                                        rp_request_h *req);
+
+/**
+ * @brief Start @ref rp_reduce_scatter_group. The arrays are copied.
+ * @return As @ref rp_iallreduce.
+ */
+RP_API rp_status_t rp_ireduce_scatter_group(rp_context_h ctx,
+                                            const void *const *sendbufs,
+                                            void *const *recvbufs,
+                                            const size_t *recvcounts,
+                                            size_t nbufs, rp_dtype_t dtype,
+                                            rp_op_t op, rp_request_h *req);
 
 /**
  * @brief Start @ref rp_alltoall.

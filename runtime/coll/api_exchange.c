@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Sum of @counts[0..n) elements of @es bytes, or SIZE_MAX on overflow. */
 static size_t rp_total(const size_t *counts, int n, size_t es)
@@ -291,6 +292,106 @@ rp_status_t rp_ialltoallv(rp_context_h ctx, const void *sendbuf,
     size_t *t;
     rp_status_t status = rp_a2av_args(what, ctx, sendbuf, sendcounts, recvbuf,
                                       recvcounts, dtype, &a, &t);
+
+    return rp_go(what, ctx, &a, status, true, req, t);
+}
+
+/* The grouped reduce-scatter: @recvcounts holds a row of size counts per
+ * buffer; the table is a copy of it. */
+static rp_status_t rp_rsg_args(const char *what, rp_context_h ctx,
+                               const void *const *sendbufs,
+                               void *const *recvbufs,
+                               const size_t *recvcounts, size_t nbufs,
+                               rp_dtype_t dtype, rp_op_t op,
+                               rp__coll_args_t *a, size_t **table_p)
+{
+    rp_status_t status = rp__api_check(what, ctx, dtype);
+    size_t es, *t;
+    int n, r;
+
+    *table_p = NULL;
+    if (status != RP_OK) {
+        return status;
+    }
+    n = ctx->comm->size;
+    r = ctx->comm->rank;
+    es = rp_dtype_size(dtype);
+    if (!rp__reduce_supported(dtype, op)) {
+        rp_error("%s: invalid op %d", what, (int)op);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (nbufs > 0 && (sendbufs == NULL || recvbufs == NULL ||
+                      recvcounts == NULL)) {
+        rp_error("%s: NULL array with %zu buffers", what, nbufs);
+        return RP_ERR_INVALID_ARG;
+    }
+    if (nbufs > SIZE_MAX / (size_t)n / sizeof(*t)) {
+        rp_error("%s: %zu buffers overflow", what, nbufs);
+        return RP_ERR_INVALID_ARG;
+    }
+    t = malloc(nbufs * (size_t)n * sizeof(*t) + 1);
+    if (t == NULL) {
+        rp_error("%s: out of memory", what);
+        return RP_ERR_NO_MEMORY;
+    }
+    *table_p = t;
+    memcpy(t, recvcounts, nbufs * (size_t)n * sizeof(*t));
+    for (size_t i = 0; i < nbufs; i++) {
+        const size_t *ci = t + i * (size_t)n;
+        const size_t total = rp_total(ci, n, es);
+
+        if (total == SIZE_MAX) {
+            rp_error("%s: the counts of buffer %zu overflow", what, i);
+            return RP_ERR_INVALID_ARG;
+        }
+        if ((total > 0 && sendbufs[i] == NULL) ||
+            (ci[r] > 0 && recvbufs[i] == NULL)) {
+            rp_error("%s: buffer %zu is NULL with %zu elements to send, %zu "
+                     "to receive", what, i, total, ci[r]);
+            return RP_ERR_INVALID_ARG;
+        }
+        if (rp__api_overlap(sendbufs[i], total * es, recvbufs[i],
+                            ci[r] * es)) {
+            rp_error("%s: sendbuf and recvbuf %zu overlap: the result needs "
+                     "a buffer of its own", what, i);
+            return RP_ERR_INVALID_ARG;
+        }
+    }
+    *a = (rp__coll_args_t){.kind = RP__COLL_REDUCE_SCATTER_GROUP,
+                           .sendbufs = sendbufs, .recvbufs = recvbufs,
+                           .nbufs = nbufs, .dtype = dtype, .op = op,
+                           .table = t, .ntable = nbufs * (size_t)n,
+                           .compression = RP_COMPRESSION_NONE};
+    return RP_OK;
+}
+
+rp_status_t rp_reduce_scatter_group(rp_context_h ctx,
+                                    const void *const *sendbufs,
+                                    void *const *recvbufs,
+                                    const size_t *recvcounts, size_t nbufs,
+                                    rp_dtype_t dtype, rp_op_t op)
+{
+    static const char what[] = "rp_reduce_scatter_group";
+    rp__coll_args_t a;
+    size_t *t;
+    rp_status_t status = rp_rsg_args(what, ctx, sendbufs, recvbufs,
+                                     recvcounts, nbufs, dtype, op, &a, &t);
+
+    return rp_go(what, ctx, &a, status, false, NULL, t);
+}
+
+rp_status_t rp_ireduce_scatter_group(rp_context_h ctx,
+                                     const void *const *sendbufs,
+                                     void *const *recvbufs,
+                                     const size_t *recvcounts, size_t nbufs,
+                                     rp_dtype_t dtype, rp_op_t op,
+                                     rp_request_h *req)
+{
+    static const char what[] = "rp_ireduce_scatter_group";
+    rp__coll_args_t a;
+    size_t *t;
+    rp_status_t status = rp_rsg_args(what, ctx, sendbufs, recvbufs,
+                                     recvcounts, nbufs, dtype, op, &a, &t);
 
     return rp_go(what, ctx, &a, status, true, req, t);
 }

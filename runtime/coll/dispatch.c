@@ -41,6 +41,10 @@ static rp_status_t rp_coll_run_one(rp_comm_t *c, const rp__coll_args_t *a)
         return rp__comm_barrier(c);
     case RP__COLL_CHECK:
         return RP_OK; /* the check above was all */
+    case RP__COLL_REDUCE_SCATTER_GROUP:
+        return rp__comm_reduce_scatter_group(c, a->sendbufs, a->recvbufs,
+                                             a->table, a->nbufs, a->dtype,
+                                             a->op);
     case RP__COLL_REDUCE_SCATTER:
         return rp__comm_reduce_scatter(c, a->sendbuf, a->recvbuf, a->table,
                                        a->dtype, a->op);

@@ -28,6 +28,7 @@ typedef enum rp__coll_kind {
     RP__COLL_REDUCE_SCATTER,
     RP__COLL_ALLTOALL,
     RP__COLL_CHECK, /* the argument check alone (rp_check) */
+    RP__COLL_REDUCE_SCATTER_GROUP,
 } rp__coll_kind_t;
 
 /* A host collective's arguments, checked already, in the communicator's
@@ -45,9 +46,10 @@ typedef struct rp__coll_args {
     void *const *recvbufs;
     const size_t *counts;
     size_t nbufs;
-    /* Reduce-scatter: the blocks' element counts, one per rank. All-to-
-     * all: four such arrays in bytes, send counts, send displacements,
-     * receive counts, receive displacements. @ntable entries. */
+    /* Reduce-scatter: the blocks' element counts, one per rank; grouped,
+     * one such row per buffer. All-to-all: four such arrays in bytes, send
+     * counts, send displacements, receive counts, receive displacements.
+     * @ntable entries. */
     const size_t *table;
     size_t ntable;
     rp_compression_t compression; /* resolved: never DEFAULT */
@@ -59,6 +61,14 @@ typedef struct rp__coll_args {
  * rank needs: join.c); RP_ERR_STATE when a rank has joined and the call is
  * not an allreduce. */
 rp_status_t rp__coll_agree(struct rp_comm *c, const rp__coll_args_t *a);
+/* Grouped reduce-scatter (reduce_scatter_group.c): @counts holds a row
+ * of c->size block counts per buffer. */
+rp_status_t rp__comm_reduce_scatter_group(struct rp_comm *c,
+                                          const void *const *sendbufs,
+                                          void *const *recvbufs,
+                                          const size_t *counts, size_t nbufs,
+                                          rp_dtype_t dtype, rp_op_t op);
+
 /* rp_join's loop (join.c): this rank stands in for the others' checked
  * allreduces until every rank has joined; *@last_p: the last to join. */
 rp_status_t rp__coll_join(struct rp_comm *c, int *last_p);

@@ -210,7 +210,10 @@ void rp__comm_drain(rp_comm_t *c)
  * allocation. */
 static rp_host_req_t *rp_host_req_new(rp_comm_t *c, const rp__coll_args_t *a)
 {
-    size_t n = a->kind == RP__COLL_ALLREDUCE_GROUP ? a->nbufs : 0;
+    size_t n = a->kind == RP__COLL_ALLREDUCE_GROUP ||
+                       a->kind == RP__COLL_REDUCE_SCATTER_GROUP
+                   ? a->nbufs
+                   : 0;
     size_t nt = a->table != NULL ? a->ntable : 0;
     rp_host_req_t *h;
     void **ptrs;
@@ -233,10 +236,12 @@ static rp_host_req_t *rp_host_req_new(rp_comm_t *c, const rp__coll_args_t *a)
     if (n > 0) {
         memcpy(ptrs, a->sendbufs, n * sizeof(void *));
         memcpy(ptrs + n, a->recvbufs, n * sizeof(void *));
-        memcpy(counts, a->counts, n * sizeof(size_t));
         h->args.sendbufs = (const void *const *)ptrs;
         h->args.recvbufs = (void *const *)(ptrs + n);
-        h->args.counts = counts;
+        if (a->counts != NULL) { /* the grouped reduce-scatter's: table */
+            memcpy(counts, a->counts, n * sizeof(size_t));
+            h->args.counts = counts;
+        }
     }
     if (nt > 0) {
         memcpy(counts + n, a->table, nt * sizeof(size_t));

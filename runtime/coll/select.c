@@ -164,6 +164,12 @@ rp_status_t rp__comm_allgather(rp_comm_t *c, const void *sendbuf,
     return rp__allgather_ring(c, sendbuf, recvbuf, bytes);
 }
 
+/* A reduce-scatter on one node takes the segment's allreduce up to this
+ * many bytes a rank (its whole buffer), the single-copy reads above: at 2
+ * ranks they cross near 1.5 KiB, at 4 ranks on 2 cores between 4 and
+ * 16 KiB (doc/benchmarks.md). */
+#define RP_RS_SEG_PER_RANK 1024u
+
 rp_status_t rp__comm_reduce_scatter(rp_comm_t *c, const void *sendbuf,
                                     void *recvbuf, const size_t *counts,
                                     rp_dtype_t dtype, rp_op_t op)
@@ -187,9 +193,12 @@ rp_status_t rp__comm_reduce_scatter(rp_comm_t *c, const void *sendbuf,
         }
         return RP_OK;
     }
-    if (c->shm != NULL && total * es <= c->shm_max) {
-        /* Small, on one node: latency decides. The segment's allreduce
-         * (the same expression) into scratch, our block kept. */
+    if (c->shm != NULL && total * es <= c->shm_max &&
+        (!c->shm->cma || total * es <= RP_RS_SEG_PER_RANK * (size_t)c->size)) {
+        /* Tiny, on one node: latency decides. The segment's allreduce
+         * (the same expression) into scratch, our block kept: the whole
+         * reduction on every rank, cheaper than a system call per peer
+         * only while it is this small. */
         status = rp__comm_scratch(c, &c->fuse, total * es, &p);
         if (status == RP_OK) {
             status = rp__shm_allreduce(c, sendbuf, p, total, dtype, op,

@@ -434,9 +434,28 @@ rp_status_t rp__cma_reduce_scatter(rp_comm_t *c, const void *sendbuf,
                          off, dtype, op, false, false);
 }
 
+/* The all-to-all's header, in a rank's small slot: its input's address,
+ * where the input is (below), then each peer's share's displacement. */
+#define RP_A2A_HDR(n) ((size_t)((n) + 2) * sizeof(uint64_t))
+/* Inputs up to this size travel in the segment: below it two copies cost
+ * less than a system call per peer; above, one copy by the kernel wins. */
+#define RP_A2A_INLINE_MAX (16u * 1024)
+/* Where a rank's input is for its peers. */
+enum { RP_A2A_READ = 0, RP_A2A_SMALL = 1, RP_A2A_SLOT = 2 };
+
 bool rp__cma_alltoall_fits(const rp_comm_t *c)
 {
-    return (size_t)(c->size + 1) * sizeof(uint64_t) <= RP_SHM_SMALL;
+    return RP_A2A_HDR(c->size) <= RP_SHM_SMALL;
+}
+
+/* Rank @q's header field @i for step @k. */
+static uint64_t rp_a2a_field(const rp__shm_t *sh, int q, uint32_t k, size_t i)
+{
+    uint64_t v;
+
+    memcpy(&v, rp__shm_data(sh, q, k, RP_SHM_SMALL) + i * sizeof(v),
+           sizeof(v));
+    return v;
 }
 
 rp_status_t rp__cma_alltoall(rp_comm_t *c, const void *sendbuf,
@@ -446,29 +465,47 @@ rp_status_t rp__cma_alltoall(rp_comm_t *c, const void *sendbuf,
 {
     rp__shm_t *sh = c->shm;
     const int n = sh->n, r = sh->rank;
-    const size_t len = (size_t)(n + 1) * sizeof(uint64_t);
-    uint64_t *v;
+    const size_t hdr = RP_A2A_HDR(n);
+    size_t stot = 0;
+    uint64_t where, v;
+    bool any_read = false;
     uint32_t k;
-    void *p;
+    char *slot, *small;
     rp_status_t status;
 
     /* Each rank posts its input's address and where in it each peer's
-     * share lies; every rank then reads its share out of every peer's
-     * input, one copy by the kernel. */
-    status = rp__comm_scratch(c, &c->tmp, len, &p);
+     * share lies; a small input goes into the segment too (after the
+     * header, or in the rank's large slot), so that a small all-to-all
+     * costs one copy in and one out, as the segment's allgather does,
+     * instead of a system call per peer. Larger inputs are read where
+     * they lie, one copy by the kernel. Each rank chooses for its own
+     * input, and every rank sees every choice in the headers. */
+    for (int q = 0; q < n; q++) {
+        stot = sdispls[q] + scounts[q] > stot ? sdispls[q] + scounts[q] : stot;
+    }
+    where = hdr + stot <= RP_SHM_SMALL                               ? RP_A2A_SMALL
+            : stot <= RP_A2A_INLINE_MAX && stot <= sh->slot_bytes ? RP_A2A_SLOT
+                                                                  : RP_A2A_READ;
+    /* The small slot is reused DEPTH steps on, the large one two. */
+    status = rp__shm_step(c, where == RP_A2A_SLOT ? sh->slot_bytes
+                                                  : RP_SHM_SMALL, &slot);
     if (status != RP_OK) {
         return status;
     }
-    v = p;
-    v[0] = (uintptr_t)sendbuf;
+    small = rp__shm_data(sh, r, sh->step, RP_SHM_SMALL);
+    v = (uintptr_t)sendbuf;
+    memcpy(small, &v, sizeof(v));
+    memcpy(small + sizeof(v), &where, sizeof(where));
     for (int q = 0; q < n; q++) {
-        v[q + 1] = sdispls[q];
+        v = sdispls[q];
+        memcpy(small + (size_t)(q + 2) * sizeof(v), &v, sizeof(v));
     }
-    status = rp__shm_publish(c, v, len);
+    if (stot > 0 && where != RP_A2A_READ) {
+        memcpy(where == RP_A2A_SMALL ? small + hdr : slot, sendbuf, stot);
+    }
+    rp__shm_post(c);
     k = sh->step;
-    if (status == RP_OK) {
-        status = rp__shm_wait_all(c, k);
-    }
+    status = rp__shm_wait_all(c, k);
     if (status == RP_OK && scounts[r] > 0) {
         memcpy((char *)recvbuf + rdispls[r],
                (const char *)sendbuf + sdispls[r], scounts[r]);
@@ -477,18 +514,28 @@ rp_status_t rp__cma_alltoall(rp_comm_t *c, const void *sendbuf,
      * once. */
     for (int i = 1; i < n && status == RP_OK; i++) {
         const int q = (r + i) % n;
-        uint64_t theirs[2];
+        const uint64_t w = rp_a2a_field(sh, q, k, 1);
+        const uint64_t disp = rp_a2a_field(sh, q, k, (size_t)r + 2);
+        char *dst = (char *)recvbuf + rdispls[q];
 
+        any_read |= w == RP_A2A_READ;
         if (rcounts[q] == 0) {
             continue;
         }
-        memcpy(&theirs[0], rp__shm_data(sh, q, k, len), sizeof(uint64_t));
-        memcpy(&theirs[1], rp__shm_data(sh, q, k, len) +
-                               (size_t)(r + 1) * sizeof(uint64_t),
-               sizeof(uint64_t));
-        status = rp_read(c, q, (char *)recvbuf + rdispls[q],
-                         (uintptr_t)(theirs[0] + theirs[1]), rcounts[q]);
+        if (w == RP_A2A_SMALL) {
+            memcpy(dst, rp__shm_data(sh, q, k, RP_SHM_SMALL) + hdr + disp,
+                   rcounts[q]);
+        } else if (w == RP_A2A_SLOT) {
+            memcpy(dst, rp__shm_slot(sh, q, k) + disp, rcounts[q]);
+        } else {
+            status = rp_read(c, q, dst,
+                             (uintptr_t)(rp_a2a_field(sh, q, k, 0) + disp),
+                             rcounts[q]);
+        }
     }
-    /* Once every rank posts, it has read what it needed of our input. */
-    return status != RP_OK ? status : rp_sync(c, true);
+    /* A rank whose input was read where it lies returns only once every
+     * peer has read it: all know whether any was (the headers), so all
+     * take this step or none. */
+    any_read |= where == RP_A2A_READ;
+    return status != RP_OK || !any_read ? status : rp_sync(c, true);
 }

@@ -101,13 +101,15 @@ static rp_status_t rp_gpu_where(rp_context_h ctx, const rp__coll_args_t *a,
         *device_p = false;
         return RP_OK;
     }
-    if (a->kind != RP__COLL_ALLREDUCE_GROUP) {
+    if (a->kind != RP__COLL_ALLREDUCE_GROUP &&
+        a->kind != RP__COLL_REDUCE_SCATTER_GROUP) {
         return rp__gpu_classify(ctx, what, two, 2, device_p);
     }
     for (size_t i = 0; i < a->nbufs && rc == RP_OK; i++) {
         bool d;
 
-        if (a->counts[i] == 0) {
+        if ((a->counts != NULL && a->counts[i] == 0) ||
+            a->sendbufs[i] == NULL) {
             continue;
         }
         two[0] = a->sendbufs[i];
@@ -161,6 +163,7 @@ static rp_status_t rp_gpu_run(rp_context_h ctx, const rp__coll_args_t *a,
     case RP__COLL_ALLGATHER:
         return rp__gpu_allgather(ctx, a->sendbuf, a->recvbuf, a->count);
     case RP__COLL_REDUCE_SCATTER:
+    case RP__COLL_REDUCE_SCATTER_GROUP:
     case RP__COLL_ALLTOALL:
         /* Not on the device yet: say what to do instead. */
         rp_error("%s: device memory is not supported yet; pass host "

@@ -49,6 +49,87 @@ static void rs_counts(size_t *counts, int kind, size_t m)
     }
 }
 
+/* The grouped form: three buffers of their own block sizes (one empty on
+ * some ranks), blocking and not; each buffer's result must be the bits of
+ * its own reduce-scatter. */
+static size_t check_rs_group(rp_context_h ctx)
+{
+    static const rp_dtype_t types[] = {RP_DTYPE_FLOAT32, RP_DTYPE_BFLOAT16,
+                                       RP_DTYPE_INT64};
+    static const rp_op_t ops[] = {RP_OP_SUM, RP_OP_AVG, RP_OP_PROD};
+    const size_t n = (size_t)g_size, nb = 3;
+    size_t *counts = malloc(nb * n * sizeof(*counts));
+    size_t cases = 0;
+
+    for (size_t i = 0; i < nb; i++) {
+        for (size_t q = 0; q < n; q++) {
+            counts[i * n + q] = i == 0 ? 5 : i == 1 ? (q % 2) * 1000
+                                                    : 70001 + q;
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        const rp_dtype_t t = types[k];
+        const size_t es = rp_dtype_size(t);
+        char *in[3], *out[3], *ref[3];
+        const void *sends[3];
+        void *recvs[3];
+        rp_request_h req;
+        char what[96];
+
+        snprintf(what, sizeof(what), "grouped reduce-scatter %s %s",
+                 rp_dtype_name(t), rp_op_name(ops[k]));
+        for (size_t i = 0; i < nb; i++) {
+            size_t total = 0;
+
+            for (size_t q = 0; q < n; q++) {
+                total += counts[i * n + q];
+            }
+            in[i] = malloc(total * es + 8);
+            out[i] = malloc(counts[i * n + (size_t)g_rank] * es + 8);
+            ref[i] = malloc(counts[i * n + (size_t)g_rank] * es + 8);
+            for (size_t e = 0; e < total; e++) {
+                store(t, in[i], e, rs_input(t, ops[k], g_rank, e + i * 7));
+            }
+            check_status(what, rp_reduce_scatterv(ctx, in[i], ref[i],
+                                                  counts + i * n, t, ops[k]));
+            sends[i] = in[i];
+            recvs[i] = out[i];
+        }
+        for (int nbk = 0; nbk < 2; nbk++) {
+            for (size_t i = 0; i < nb; i++) {
+                memset(out[i], 0xa5, counts[i * n + (size_t)g_rank] * es);
+            }
+            if (nbk == 0) {
+                check_status(what, rp_reduce_scatter_group(
+                                       ctx, sends, recvs, counts, nb, t,
+                                       ops[k]));
+            } else {
+                check_status(what, rp_ireduce_scatter_group(
+                                       ctx, sends, recvs, counts, nb, t,
+                                       ops[k], &req));
+                check_status(what, rp_wait(&req));
+            }
+            for (size_t i = 0; i < nb; i++) {
+                if (memcmp(out[i], ref[i],
+                           counts[i * n + (size_t)g_rank] * es) != 0) {
+                    fprintf(stderr, "coll-check: rank %d: %s%s: buffer %zu "
+                            "differs from its own reduce-scatter\n", g_rank,
+                            what, nbk ? " (non-blocking)" : "", i);
+                    g_errors++;
+                }
+            }
+            cases++;
+        }
+        for (size_t i = 0; i < nb; i++) {
+            free(in[i]);
+            free(out[i]);
+            free(ref[i]);
+        }
+    }
+    free(counts);
+    return cases;
+}
+
 void check_reduce_scatter(rp_context_h ctx, size_t max_count)
 {
     static const size_t ms[] = {1, 3, 1000, 65537, 300001};
@@ -133,6 +214,7 @@ void check_reduce_scatter(rp_context_h ctx, size_t max_count)
         }
     }
     free(counts);
+    cases += check_rs_group(ctx);
     if (g_rank == 0) {
         printf("coll-check: reduce-scatter: %zu cases\n", cases);
     }
