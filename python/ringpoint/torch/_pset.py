@@ -87,6 +87,7 @@ class ProcessSet:
 global_process_set = ProcessSet([])
 global_process_set.process_set_id = 0
 _registered = {0: global_process_set}
+_same = {0: [global_process_set]}   # id -> every object registered for it
 _next_id = 1
 
 
@@ -111,9 +112,12 @@ def add_process_set(process_set):
     with _lock:
         for ps in _registered.values():
             if ps.process_set_id != 0 and ps.ranks == ranks:
-                raise InvalidArgumentError(
-                    "%s: a process set with ranks %r exists already (id %d)"
-                    % (what, ranks, ps.process_set_id))
+                # As Horovod: the same ranks are the same set (its id; every
+                # rank's table is the same, so all take this branch).
+                process_set.process_set_id = ps.process_set_id
+                process_set._ctx = ps._ctx
+                _same[ps.process_set_id].append(process_set)
+                return process_set
     arr = (ctypes.c_int * len(ranks))(*ranks)
     sub = _lib.ctx_t()
     check(lib.rp_comm_create_group(_runtime.context_handle(what), arr,
@@ -123,6 +127,7 @@ def add_process_set(process_set):
         _next_id += 1
         process_set._ctx = sub.value
         _registered[process_set.process_set_id] = process_set
+        _same[process_set.process_set_id] = [process_set]
     return process_set
 
 
@@ -134,13 +139,13 @@ def remove_process_set(process_set):
         return False
     with _lock:
         ps = _registered.pop(process_set.process_set_id, None)
+        same = _same.pop(process_set.process_set_id, [])
     if ps is None:
         return False
     if ps._ctx is not None:
         lib.rp_comm_free(ps._ctx)
-    ps.invalidate()
-    if process_set is not ps:
-        process_set.invalidate()
+    for other in same + [process_set]:
+        other.invalidate()
     return True
 
 
@@ -149,7 +154,9 @@ def _forget_all():
     global _next_id
     with _lock:
         for pid in [p for p in _registered if p != 0]:
-            _registered.pop(pid).invalidate()
+            _registered.pop(pid)
+            for ps in _same.pop(pid, []):
+                ps.invalidate()
         _next_id = 1
 
 
