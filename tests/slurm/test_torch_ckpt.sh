@@ -129,9 +129,16 @@ test_torch_corrupt_checkpoint_falls_back() {
         "$TRAIN" $ARGS >/dev/null && fail "a stopped run exited 0"
     newest=$(ls -d "$dir"/step-* | sort | tail -n 1)
     shard=$(ls "$newest"/shard-* | head -n 1)
-    # One byte of the data, past the shard's header.
-    printf '\xff' | dd of="$shard" bs=1 seek=$(( $(stat -c %s "$shard") - 100 )) \
-        conv=notrunc status=none
+    # One byte of the data, past the shard's header, flipped (writing a
+    # fixed value changed nothing the one time in 256 that the byte held
+    # it already: the run then resumed from the intact step 25).
+    local off byte
+    off=$(( $(stat -c %s "$shard") - 100 ))
+    byte=$(od -An -tu1 -j "$off" -N1 "$shard" | tr -d ' ')
+    printf "\\$(printf '%03o' $(( byte ^ 255 )))" |
+        dd of="$shard" bs=1 seek="$off" conv=notrunc status=none
+    [ "$(od -An -tu1 -j "$off" -N1 "$shard" | tr -d ' ')" = $(( byte ^ 255 )) ] ||
+        fail "the byte at $off of $shard was not flipped"
     out=$(mpi 2 "$dir" RINGPOINT_CKPT_EVERY=10 -- "$TRAIN" $ARGS)
     echo "$out"
     assert_contains "$out" "resumed from step 20"
