@@ -46,6 +46,7 @@ enum {
 
 typedef struct rp_agreed {
     bool same;       /* the active ranks' signatures agree */
+    int64_t lo, hi;  /* their smallest and largest (when some are active) */
     bool active;     /* some rank is not joined */
     bool joined;     /* some rank is */
     int kind;        /* the active ranks' call */
@@ -105,6 +106,10 @@ static rp_status_t rp_agree(rp_comm_t *c, const rp__coll_args_t *a,
         .last = (int)v[RP_AG_LAST],
         .root = v[RP_AG_ACTIVE] != 0 ? (int)-v[RP_AG_ROOT] : -1,
     };
+    if (g->active) {
+        g->lo = -v[RP_AG_NSIG];
+        g->hi = v[RP_AG_SIG];
+    }
     if (g->active && !g->same) {
         g->kind = -1; /* a mismatch: the call does not run */
     }
@@ -134,17 +139,17 @@ rp_status_t rp__coll_agree(rp_comm_t *c, const rp__coll_args_t *a)
     }
     if (!g.same) {
         rp_error("collectives: the ranks called a collective with different "
-                 "arguments: nothing was sent");
+                 "arguments (signatures %016llx to %016llx): nothing was sent",
+                 (unsigned long long)g.lo, (unsigned long long)g.hi);
         return RP_ERR_MISMATCH;
     }
-    if (!g.joined) {
+    if (!g.joined || a->kind == RP__COLL_ALLREDUCE ||
+        (a->kind == RP__COLL_ALLREDUCE_GROUP && a->nbufs == 0)) {
         return RP_OK;
     }
-    if (a->kind == RP__COLL_ALLREDUCE) {
-        return RP_OK;
-    }
-    if (a->kind == RP__COLL_ALLREDUCE_GROUP && a->nbufs > 0) {
-        /* The joined ranks need the counts to form the same packs. */
+    if (a->kind == RP__COLL_ALLREDUCE_GROUP) {
+        /* The joined ranks need the counts to form the same packs; the
+         * broadcast writes into its buffer, so a copy of the caller's. */
         size_t *counts = malloc(a->nbufs * sizeof(*counts));
 
         if (counts == NULL) {
@@ -156,9 +161,6 @@ rp_status_t rp__coll_agree(rp_comm_t *c, const rp__coll_args_t *a)
                                     g.root);
         free(counts);
         return status;
-    }
-    if (a->kind == RP__COLL_ALLREDUCE_GROUP) {
-        return RP_OK;
     }
     rp_error("%s: a rank has joined (rp_join, hvd.join): until every rank "
              "joins, only allreduces run; nothing was sent",

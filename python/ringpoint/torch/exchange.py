@@ -58,7 +58,6 @@ def _rs_start(tensors, op, prescale, postscale, what, blocking):
     (outputs, the pending call or None when done)."""
     n, r = size(), rank()
     dt = M._dtype(tensors[0], what)
-    src = []
     plans = []
     for t in tensors:
         t = t.detach().contiguous()
@@ -76,7 +75,6 @@ def _rs_start(tensors, op, prescale, postscale, what, blocking):
     else:
         send = torch.cat([p for q in range(n) for p in pieces[q]])
         M._scale(send, prescale)
-        src.append(send)
     recv = torch.empty(counts[r], dtype=send.dtype)
     outs = []
     for t, rows, row in plans:
@@ -150,15 +148,21 @@ class _ReducescatterFn(torch.autograd.Function):
         return (None, None, None) + tuple(out)
 
 
+def _rs_check_all(what, tensors, op, average, process_set):
+    """The local checks of a reduce-scatter of @tensors; returns the op.
+    Inside _coll.checking()."""
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise InvalidArgumentError("%s: expected a non-empty list of tensors"
+                                   % what)
+    for t in tensors:
+        checked = _rs_check(what, t, op, average, process_set)
+    return checked
+
+
 def _reducescatter(what, tensors, op, average, process_set, prescale,
                    postscale):
     with _coll.checking(what):
-        if not isinstance(tensors, (list, tuple)) or not tensors:
-            raise InvalidArgumentError("%s: expected a non-empty list of "
-                                       "tensors" % what)
-        for t in tensors:
-            op2 = _rs_check(what, t, op, average, process_set)
-        op = op2
+        op = _rs_check_all(what, tensors, op, average, process_set)
         if op not in (M.Sum, M.Average) and any(
                 t.requires_grad for t in tensors) and torch.is_grad_enabled():
             raise NotSupportedError("%s: only Sum and Average have a gradient "
@@ -191,12 +195,7 @@ def grouped_reducescatter(tensors, name=None, compression=None, op=None,
 
 def _rs_async(what, tensors, op, process_set, prescale, postscale):
     with _coll.checking(what):
-        if not isinstance(tensors, (list, tuple)) or not tensors:
-            raise InvalidArgumentError("%s: expected a non-empty list of "
-                                       "tensors" % what)
-        for t in tensors:
-            op2 = _rs_check(what, t, op, None, process_set)
-        op = op2
+        op = _rs_check_all(what, tensors, op, None, process_set)
     _rs_verify(what, tensors, op, prescale, postscale)
     outs, pend = _grouped(what, [t.detach() for t in tensors], op, prescale,
                           postscale, False)
